@@ -48,8 +48,8 @@ REQS = [Request("loglikelihood", "The quick brown fox jumps over the lazy dog. "
 
 @pytest.mark.parametrize("mode, refused", [("full", False), ("shifted", True)])
 def test_completions_subject_refuses_a_shifted_server(mode, refused):
-    with MockOpenAIServer(lm=KnowingLM(), prompt_logprobs=mode) as srv:
-        subject = OpenAICompletionsSubject(srv.url, "toy", max_retries=0)
+    with MockOpenAIServer(lm=KnowingLM(), prompt_logprobs=mode) as srv, \
+            OpenAICompletionsSubject(srv.url, "toy", max_retries=0) as subject:
         if refused:
             with pytest.raises(ShiftedPromptLogprobsError, match="one token late"):
                 subject.loglikelihood(REQS)
@@ -60,8 +60,8 @@ def test_completions_subject_refuses_a_shifted_server(mode, refused):
 
 
 def test_a_random_toy_model_is_let_through():
-    with MockOpenAIServer(lm=ToyLM(), prompt_logprobs="full") as srv:
-        subject = OpenAICompletionsSubject(srv.url, "toy", max_retries=0)
+    with MockOpenAIServer(lm=ToyLM(), prompt_logprobs="full") as srv, \
+            OpenAICompletionsSubject(srv.url, "toy", max_retries=0) as subject:
         assert len(subject.loglikelihood(REQS)) == 2
         assert subject.echo_alignment == "unknown"
 

@@ -215,8 +215,8 @@ class TestOpenAICompatible:
         item = item_record(bank, bank.item_ids[5])
         with MockOpenAIServer(bank, THETA, seed=SEED) as srv:
             for chat in (True, False):
-                subj = OpenAICompatible(srv.url, "mock", chat=chat, timeout=5)
-                ans = subj.ask(build_prompt(item, kind=subj.kind), item)
+                with OpenAICompatible(srv.url, "mock", chat=chat, timeout=5) as subj:
+                    ans = subj.ask(build_prompt(item, kind=subj.kind), item)
                 assert score_answer(item, ans.text) == int(srv.correct(item["item_id"]))
                 assert ans.prompt_tokens > 20 and ans.completion_tokens >= 1
                 assert ans.latency_s > 0 and ans.attempts == 1
@@ -228,9 +228,9 @@ class TestOpenAICompatible:
         sleeps = []
         with MockOpenAIServer(bank, THETA, seed=SEED, hang_s=1.0,
                               fault=lambda n, i, t: script.get(n)) as srv:
-            subj = OpenAICompatible(srv.url, "mock", timeout=0.3, max_retries=4, backoff=0.01,
-                                    sleep=sleeps.append)
-            ans = subj.ask(build_prompt(item), item)
+            with OpenAICompatible(srv.url, "mock", timeout=0.3, max_retries=4, backoff=0.01,
+                                  sleep=sleeps.append) as subj:
+                ans = subj.ask(build_prompt(item), item)
         assert ans.attempts == 5
         assert sleeps == [0.01, 0.02, 0.04, 0.08]  # exponential backoff
         assert [e["fault"] for e in srv.log] == ["429", "500", "malformed", "hang", None]
@@ -240,8 +240,8 @@ class TestOpenAICompatible:
     def test_gives_up_with_a_clear_error(self, bank):
         item = item_record(bank, bank.item_ids[0])
         with MockOpenAIServer(bank, THETA, fault=lambda n, i, t: "500") as srv:
-            subj = OpenAICompatible(srv.url, "mock", max_retries=2, backoff=0, timeout=5)
-            with pytest.raises(SubjectError, match=r"failed 3 attempt\(s\); last: HTTP 500"):
+            with OpenAICompatible(srv.url, "mock", max_retries=2, backoff=0, timeout=5) as subj, \
+                    pytest.raises(SubjectError, match=r"failed 3 attempt\(s\); last: HTTP 500"):
                 subj.ask(build_prompt(item), item)
         assert len(srv.log) == 3
 
@@ -249,8 +249,8 @@ class TestOpenAICompatible:
         item = item_record(bank, bank.item_ids[0])
         monkeypatch.setenv("ATLAS_TEST_WRONG_KEY", "sk-wrong-123456789")
         with MockOpenAIServer(bank, THETA, api_key="sk-right") as srv:
-            subj = OpenAICompatible(srv.url, "mock", api_key_env="ATLAS_TEST_WRONG_KEY", timeout=5)
-            with pytest.raises(SubjectError) as err:
+            with OpenAICompatible(srv.url, "mock", api_key_env="ATLAS_TEST_WRONG_KEY",
+                                  timeout=5) as subj, pytest.raises(SubjectError) as err:
                 subj.ask(build_prompt(item), item)
         assert "ATLAS_TEST_WRONG_KEY" in str(err.value) and "sk-wrong" not in str(err.value)
         assert "sk-wrong" not in repr(subj) and "sk-wrong" not in json.dumps(subj.describe())
@@ -269,6 +269,8 @@ class TestOpenAICompatible:
                 t.start()
             for t in threads:
                 t.join()
+            for subj in subjects:
+                subj.close()
         assert len(srv.log) == 6 and srv.max_in_flight == 2
 
     def test_bad_settings(self):
@@ -432,7 +434,8 @@ class TestRunsInProcess:
                          "--no-bound-stop"])  # the in-process reference has no link stops
             err = capsys.readouterr().err
             assert code == 2
-            assert "failed 3 attempt(s); last: HTTP 500" in err and "--resume" in err
+            assert "failed 3 attempt(s); last: HTTP 500: 'internal error'" in err
+            assert "--resume" in err
             runs = RunStore(db).list_runs()
             assert runs.loc[0, "state"] == "error" and runs.loc[0, "n_items"] == 8
             assert runs.loc[0, "pending"] == 1
@@ -641,6 +644,8 @@ def test_a_killed_run_whose_process_is_not_reaped_lists_as_interrupted(tmp_path)
                 break
             threading.Event().wait(0.02)
         assert state == "interrupted"
+        store.close()
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()

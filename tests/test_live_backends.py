@@ -260,13 +260,14 @@ def test_completions_client_against_the_toylm_server():
     client_cls = completions_client()
     lm = ToyLM(seed=5)
     reqs = [r for rs in ITEMS.values() for r in rs]
-    with MockOpenAIServer(lm=lm) as srv:
-        got = client_cls(srv.url, "toy").loglikelihood(reqs)
-        assert client_cls(srv.url, "toy").generate_until(GSM) == lm.generate_until(GSM)
+    with MockOpenAIServer(lm=lm) as srv, client_cls(srv.url, "toy") as client:
+        got = client.loglikelihood(reqs)
+        assert client.generate_until(GSM) == lm.generate_until(GSM)
     assert np.allclose(got, lm.loglikelihood(reqs), atol=1e-9, rtol=0)
-    with MockOpenAIServer(lm=lm, prompt_logprobs="none") as srv:
+    with MockOpenAIServer(lm=lm, prompt_logprobs="none") as srv, \
+            client_cls(srv.url, "toy") as client:
         with pytest.raises(AtlasError, match="log-probabilities"):
-            client_cls(srv.url, "toy").loglikelihood(reqs[:2])
+            client.loglikelihood(reqs[:2])
 
 
 def test_nothing_listening_says_to_check_the_url_and_port():

@@ -209,8 +209,8 @@ class TestCompletionsSubject:
             Request("loglikelihood", "A", " b c d")]
 
     def test_sums_continuation_logprobs_in_one_batched_request(self):
-        with StubCompletions() as srv:
-            subj = OpenAICompletionsSubject(srv.url, "toy", timeout=5)
+        with StubCompletions() as srv, \
+                OpenAICompletionsSubject(srv.url, "toy", timeout=5) as subj:
             got = subj.loglikelihood(self.REQS)
         want = [toy_loglikelihood(r.context, r.continuation) for r in self.REQS]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
@@ -235,24 +235,25 @@ class TestCompletionsSubject:
     def test_batches_and_falls_back_to_one_prompt_per_request(self):
         reqs = self.REQS * 3
         want = [toy_loglikelihood(r.context, r.continuation) for r in reqs]
-        with StubCompletions() as srv:
-            got = OpenAICompletionsSubject(srv.url, "toy", batch_prompts=5,
-                                           timeout=5).loglikelihood(reqs)
+        with StubCompletions() as srv, \
+                OpenAICompletionsSubject(srv.url, "toy", batch_prompts=5, timeout=5) as subj:
+            got = subj.loglikelihood(reqs)
         assert got == pytest.approx(want) and sorted(len(b["prompt"]) for b in srv.log) == [2, 5, 5]
-        with StubCompletions("nolists") as srv:
-            subj = OpenAICompletionsSubject(srv.url, "toy", timeout=5, max_retries=0)
+        with StubCompletions("nolists") as srv, \
+                OpenAICompletionsSubject(srv.url, "toy", timeout=5, max_retries=0) as subj:
             assert subj.loglikelihood(reqs) == pytest.approx(want)
             n = len(srv.log)
             assert subj.loglikelihood(reqs[:2]) == pytest.approx(want[:2])
         assert len(srv.log) == n + 2  # remembered: no more list attempts
-        with StubCompletions("no_max0") as srv:
-            got = OpenAICompletionsSubject(srv.url, "toy", timeout=5).loglikelihood(reqs[:2])
+        with StubCompletions("no_max0") as srv, \
+                OpenAICompletionsSubject(srv.url, "toy", timeout=5) as subj:
+            got = subj.loglikelihood(reqs[:2])
         assert got == pytest.approx(want[:2]) and srv.log[-1]["max_tokens"] == 1
 
     @pytest.mark.parametrize("mode", ["nologprobs", "noecho"])
     def test_server_without_prompt_logprobs_is_refused_clearly(self, mode):
-        with StubCompletions(mode) as srv:
-            subj = OpenAICompletionsSubject(srv.url, "toy", timeout=5)
+        with StubCompletions(mode) as srv, \
+                OpenAICompletionsSubject(srv.url, "toy", timeout=5) as subj:
             with pytest.raises(NoPromptLogprobsError) as err:
                 subj.loglikelihood(self.REQS)
         msg = str(err.value)
@@ -262,8 +263,9 @@ class TestCompletionsSubject:
         assert len(srv.log) == 1  # not retried: it cannot get better
 
     def test_generate_until_cuts_at_stop(self):
-        with StubCompletions() as srv:
-            out = OpenAICompletionsSubject(srv.url, "toy", timeout=5).generate_until(
+        with StubCompletions() as srv, \
+                OpenAICompletionsSubject(srv.url, "toy", timeout=5) as subj:
+            out = subj.generate_until(
                 [Request("generate_until", "Q: 6*7?\nA:", until=("\n\n", "Question:"),
                          max_gen_toks=64)] * 2)
         assert out == [" 42 is it.", " 42 is it."]
@@ -634,6 +636,7 @@ class FaultServer(_LocalServer):
     def __init__(self, bank, mode, *, gap=0.9, size=5_000_000):
         self.mode, self.log = mode, []
         mock = MockOpenAIServer(bank, 0.5, seed=7)  # only for its question -> item map / policy
+        mock.stop()   # never served: its listening socket was left to the collector
         stub = self
 
         class Handler(BaseHTTPRequestHandler):

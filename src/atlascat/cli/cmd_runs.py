@@ -58,10 +58,13 @@ def runs_command(
         from ..validation import check_page_output
 
         check_page_output(html, inputs={"--db": db})
-    stores = _stores(db)
-    if run_id is not None:
-        return _show_run(stores, run_id, html, as_json)
-    return _list_runs(stores, as_json, model=model, state=state, sort=sort)
+    from contextlib import ExitStack
+
+    with ExitStack() as opened:   # every store read is closed, not left to the collector
+        stores = [opened.enter_context(st) for st in _stores(db)]
+        if run_id is not None:
+            return _show_run(stores, run_id, html, as_json)
+        return _list_runs(stores, as_json, model=model, state=state, sort=sort)
 
 
 def register(app: typer.Typer) -> None:

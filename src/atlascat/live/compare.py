@@ -17,6 +17,7 @@ Example::
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 from ..errors import AtlasError, ConfigError, LiveRunError
@@ -54,23 +55,24 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
         if ("/" in text or "\\" in text) and not Path(text).exists():   # a path, not an id
             raise ConfigError(f"{name} {text!r} does not exist; give a run id or a live run's "
                               "output folder")
-    resolve = _resolver(None if db is None else Path(db))
-    first, second = resolve(str(run_a)), resolve(str(run_b))
-    if first[2] == second[2]:
-        raise ConfigError("give two different runs (RUN_A RUN_B)")
-    rows = _rows(first, second, rho)
-    names = {r["score"] for r in rows}
-    units = {r["unit"] for r in rows}
-    return {"first": first[2], "second": second[2], "sign": SIGN,
-            "models": [_model_of(runs, r) for (_, runs, r) in (first, second)],
-            "rho": float(rho),
-            "score": names.pop() if len(names) == 1 else "predicted score",
-            "unit": units.pop() if len(units) == 1 else "points",
-            "warning": "; ".join(w for w in [_mixed_protocols(first, second),
-                                             *_cached_answers(first, second),
-                                             *(x for r in rows for x in r["warnings"])]
-                                 if w) or None,
-            "rows": rows}
+    with ExitStack() as opened:   # every store it reads is closed when done
+        resolve = _resolver(None if db is None else Path(db), opened)
+        first, second = resolve(str(run_a)), resolve(str(run_b))
+        if first[2] == second[2]:
+            raise ConfigError("give two different runs (RUN_A RUN_B)")
+        rows = _rows(first, second, rho)
+        names = {r["score"] for r in rows}
+        units = {r["unit"] for r in rows}
+        return {"first": first[2], "second": second[2], "sign": SIGN,
+                "models": [_model_of(runs, r) for (_, runs, r) in (first, second)],
+                "rho": float(rho),
+                "score": names.pop() if len(names) == 1 else "predicted score",
+                "unit": units.pop() if len(units) == 1 else "points",
+                "warning": "; ".join(w for w in [_mixed_protocols(first, second),
+                                                 *_cached_answers(first, second),
+                                                 *(x for r in rows for x in r["warnings"])]
+                                     if w) or None,
+                "rows": rows}
 
 
 def comparison_frame(compared: dict):
@@ -89,10 +91,11 @@ def comparison_frame(compared: dict):
     return pd.DataFrame([{**row, **runs} for row in compared["rows"]])
 
 
-def _resolver(db):
+def _resolver(db, opened: ExitStack):
     """``resolve(run)``: (store, its runs, run id) of a run id or of a run folder; a run id is
     looked up in ``db``, else in the first of the stores `atlas runs` lists (the default one
-    and every one a run wrote elsewhere) that holds it."""
+    and every one a run wrote elsewhere) that holds it. Each store opened is closed by
+    ``opened``."""
     from .service import run_folder
     from .store import RunStore, find_run_store
 
@@ -117,7 +120,7 @@ def _resolver(db):
             path, run_id = store_of(run), run
         path = path.resolve()
         if path not in stores:
-            store = RunStore(path, read_only="auto")
+            store = opened.enter_context(RunStore(path, read_only="auto"))
             stores[path] = (store, store.list_runs())
         return (*stores[path], run_id)
 

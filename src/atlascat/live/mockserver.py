@@ -9,7 +9,8 @@ in-process simulated run with the same seeds.
 Faults are injected by a hook ``fault(n, item_id, times_seen) -> action`` called for every
 completion request (``n`` counts requests from 1, ``times_seen`` how often this item was
 requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
-body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without a reply) or
+body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without a reply),
+``"cut"`` (the headers and half the body, then the connection closed: a reply cut mid-way) or
 ``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy),
 ``"400"`` (HTTP 400: the prompt is longer than the context, :data:`CONTEXT_400`), ``"404"``
 (a model name it does not serve) or
@@ -148,7 +149,11 @@ class MockOpenAIServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the listening socket (also of a server never started: it
+        waited forever for a loop that never ran)."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
 
     def __enter__(self):
@@ -443,6 +448,18 @@ class MockOpenAIServer:
                     return
                 if action == "drop":
                     entry["status"] = "dropped"
+                    self.close_connection = True
+                    return
+                if action == "cut":   # the headers and half the body, then the connection closed
+                    entry["status"] = "cut"
+                    body = b'{"choices": [{"index": 0, "text": " B", "message": {"content": "B"}}]}'
+                    self._done()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body[:len(body) // 2])
+                    self.wfile.flush()
                     self.close_connection = True
                     return
                 if action == "hang":

@@ -15,8 +15,6 @@ of every item it draws. 401 / 403 / 404 and the other 4xx still stop the run at 
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 
 from .subjects import Answer, SubjectError
@@ -40,19 +38,16 @@ REFUSED_PREFIX = "refused: "
 
 
 def refusal(exc) -> str | None:
-    """The server's message when ``exc`` refuses one item's request (:data:`REFUSED_STATUS`),
-    else None."""
+    """The message a refused item keeps (``HTTP 400: <the server's own words>``, from the
+    error's ``status`` and ``said``) when ``exc`` refuses one item's request
+    (:data:`REFUSED_STATUS`), else None."""
     status = getattr(exc, "status", None)
     if not isinstance(exc, SubjectError) or status not in REFUSED_STATUS:
         return None
-    text = str(exc).split(" (not retried;")[0]
-    said = re.search(r'"(?:message|detail|error)":\s*"((?:[^"\\]|\\.)*)"', text)
-    if said:   # the server's own words ({"error": {"message": ...}}, FastAPI's "detail")
-        try:
-            return f"HTTP {status}: {json.loads(chr(34) + said.group(1) + chr(34))}"
-        except ValueError:
-            pass
-    return text
+    said = getattr(exc, "said", None)
+    if said is None:      # raised without the reply (not by the HTTP subjects): its own text
+        return str(exc)
+    return f"HTTP {status}: {said}" if said else f"HTTP {status} (empty reply)"
 
 
 def refused_answer(message: str) -> Answer:

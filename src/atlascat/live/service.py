@@ -760,17 +760,19 @@ def evaluate(bank, subject, *, store, config=None, seed: int = 0, prompt=None,
     token_budget : stop once the next round is expected to pass this many tokens (a subject
         that reports them: :func:`~atlascat.live.runner.token_budget_stop`)
     """
-    live = LiveRun.start(store, bank, [subject], config=config, seed=seed, prompt=prompt,
-                         batch_size=batch_size, design="adaptive", bank_ref=bank_ref,
-                         run_ids=[run_id], token_budget=token_budget)
-    return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
+    with LiveRun.start(store, bank, [subject], config=config, seed=seed, prompt=prompt,
+                       batch_size=batch_size, design="adaptive", bank_ref=bank_ref,
+                       run_ids=[run_id], token_budget=token_budget) as live:
+        # closed at the end: the store's connections, the subject's client or process (a
+        # later use opens them again); they were left to the garbage collector
+        return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
 
 
 def resume(store, run_id: str, *, bank=None, subject=None, cache: bool = True,
            on_step: Callable | None = None, **settings) -> RunResult:
     """Continue a run that was killed or failed, to its end; bank and subject default to the
     stored ones (``settings`` as in :meth:`LiveRun.resume`). Raises what stopped it."""
-    live = LiveRun.resume(store, [run_id], bank=bank,
-                          subject_for=None if subject is None else (lambda desc, b: subject),
-                          **settings)
-    return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]
+    with LiveRun.resume(store, [run_id], bank=bank,
+                        subject_for=None if subject is None else (lambda desc, b: subject),
+                        **settings) as live:   # closed: the subject it built, the store
+        return live.run(cache=cache, on_step=on_step, raise_errors=True)[0]

@@ -19,11 +19,14 @@ __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "ItemScoredSubject", "Su
 
 class SubjectError(LiveRunError):
     """A subject could not answer (after retries); the run can be resumed later. ``status``:
-    the HTTP status that ended it (the last attempt's), None when none did."""
+    the HTTP status that ended it (the last attempt's), None when none did; ``said``: the
+    server's own error text in that reply (its JSON error's message, else the reply's text),
+    None when it sent none."""
 
-    def __init__(self, *args, status: int | None = None):
+    def __init__(self, *args, status: int | None = None, said: str | None = None):
         super().__init__(*args)
         self.status = status
+        self.said = said
 
 
 @dataclass

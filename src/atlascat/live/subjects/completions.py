@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .base import SubjectError
-from .http import _HTTPSubject, _safe_url
+from .http import RETRY_STATUS, _HTTPSubject, _safe_url
 
 __all__ = ["OpenAICompletionsSubject", "NoPromptLogprobsError", "ShiftedPromptLogprobsError",
            "continuation_logprob", "harness_split", "echo_alignment"]
@@ -253,8 +253,10 @@ class OpenAICompletionsSubject(_HTTPSubject):
                 out = [self._send(make_body(prompts[i], [i]), 1,
                                   lambda c, k, i=i: parse_one(c, i))[0] for i in idx]
                 # the same prompts one at a time answered: the server does not take a list
-                # (a prompt it refuses alone, e.g. past its context, says nothing of lists)
-                self._lists_ok = False
+                # (a prompt it refuses alone, e.g. past its context, says nothing of lists;
+                # nor does a rate limit, 429, that let the list's retries run out)
+                if status not in RETRY_STATUS:
+                    self._lists_ok = False
                 return out
 
         if len(chunks) == 1:

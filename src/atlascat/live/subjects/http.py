@@ -81,6 +81,28 @@ def _error_body(data) -> tuple | None:
     return (code or 200), str(message)
 
 
+def _said(text: str) -> str:
+    """The server's own words in an error reply's body ``text``: its JSON error's message
+    (``{"error": {"message": ...}}``, ``{"error": "..."}``, vLLM's ``{"message": ...}``,
+    FastAPI's ``{"detail": ...}``), else the text itself; stripped, at most 300 characters."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    said = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        said = next((v for v in ((err.get("message") if isinstance(err, dict) else None),
+                                 err, data.get("message"), data.get("detail"))
+                     if isinstance(v, str) and v.strip()), None)
+        if said is None and isinstance(data.get("detail"), list):   # FastAPI's 422
+            said = "; ".join(str(d.get("msg", d)) if isinstance(d, dict) else str(d)
+                             for d in data["detail"])
+        if said is None and isinstance(err, dict):
+            said = json.dumps(err)
+    return (text if said is None else said).strip()[:300]
+
+
 class _Transient(Exception):
     """One attempt failed in a way worth retrying (message = what happened)."""
 
@@ -201,10 +223,17 @@ class _HTTPSubject:
             return self._client
 
     def close(self) -> None:
+        """Close the HTTP client and its connections (a later request opens them again)."""
         with self._client_lock:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:   # ``with OpenAICompatible(...) as subject:`` closes it
+        self.close()
 
     def _delay(self, attempt: int, retry_after) -> float:
         """Seconds before retry ``attempt``: the backoff, or the server's ``Retry-After`` (in
@@ -287,7 +316,7 @@ class _HTTPSubject:
         last, last_status = "no attempt made", None
         retries = self.max_retries if retries is None else int(retries)
         for attempt in range(1, retries + 2):
-            retry_after = None
+            retry_after, said = None, None
             with self._limiter:
                 t0 = time.perf_counter()
                 try:
@@ -298,6 +327,8 @@ class _HTTPSubject:
                 latency = time.perf_counter() - t0
             if status is not None:
                 text = content.decode("utf-8", errors="replace")
+                said = None if status == 200 else self.redact(_said(text))
+                shown = f"HTTP {status}" + (f": {said!r}" if said else " (empty reply)")
                 if status == 200:
                     try:
                         data = json.loads(text)
@@ -305,13 +336,13 @@ class _HTTPSubject:
                         data = None
                         last = f"malformed response (not JSON: {self.redact(text[:120])!r})"
                         last_status = None
-                    said = _error_body(data)
-                    if data is not None and said is None:
+                    error = _error_body(data)
+                    if data is not None and error is None:
                         return data, latency, attempt
-                    if said is not None:   # 200 whose body is an error: as its code says
-                        status, message = said
-                        last = (f"HTTP 200 whose body is an error: "
-                                f"{self.redact(message)[:200].strip()!r}")
+                    if error is not None:   # 200 whose body is an error: as its code says
+                        status, said = error[0], self.redact(error[1])[:300].strip()
+                        code = f" (code {status})" if status != 200 else ""
+                        shown = last = f"HTTP 200 whose body is an error{code}: {said!r}"
                         last_status = None
                 if status == 200:
                     pass
@@ -319,10 +350,9 @@ class _HTTPSubject:
                     raise SubjectError(
                         f"HTTP {status} from {_safe_url(url)}: not authorized. Check that the "
                         f"environment variable {self.api_key_env} holds a valid key",
-                        status=status)
+                        status=status, said=said)
                 elif status in RETRY_STATUS or status >= 500:
-                    last = f"HTTP {status} ({self.redact(text[:200]).strip()!r})"
-                    last_status = status
+                    last, last_status = shown, status
                     retry_after = headers.get("retry-after")
                 else:
                     special = fatal_status(status, text) if fatal_status else None
@@ -331,13 +361,14 @@ class _HTTPSubject:
                     raise SubjectError(
                         f"HTTP {status} from {_safe_url(url)} for model {self.model!r}: "
                         f"{self.redact(text[:300]).strip()} (not retried; check the model name "
-                        "and request settings)", status=status)
+                        "and request settings)", status=status, said=said)
             if attempt <= retries:
                 self._pause(self._delay(attempt, retry_after), last)
         hint = ("; a server this slow needs a larger --timeout" if last.startswith("timed out")
                 else "")
         raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
-                           f"{retries + 1} attempt(s); last: {last}{hint}", status=last_status)
+                           f"{retries + 1} attempt(s); last: {last}{hint}", status=last_status,
+                           said=said)
 
     def _retrying(self, path: str, body: dict, parse: Callable, *, fatal_status=None):
         """POST with retries where a 200 whose content ``parse`` rejects (ValueError, KeyError,

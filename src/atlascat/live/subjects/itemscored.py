@@ -227,8 +227,9 @@ class CommandSubject:
         self._lines, self._stderr = queue.Queue(), collections.deque(maxlen=20)
 
         def pump(stream, put, end: bool):
-            for line in stream:
-                put(line)
+            with stream:                       # closed at its end (was left to the collector)
+                for line in stream:
+                    put(line)
             if end:
                 put(None)                      # standard output closed: the process ended
 
