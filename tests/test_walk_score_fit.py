@@ -7,9 +7,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_checks import one_line_error
 
 from atlascat import estimate_ability
 from atlascat.catalogue import load_paper_bank
+from atlascat.errors import ConfigError
+from atlascat.irt import fit
 from atlascat.responses import ResponseMatrix
 
 REF = Path(__file__).parent / "data" / "walk_score_fit"
@@ -66,3 +69,29 @@ def test_ml_all_right_all_wrong(arc_block):
     keep = [i for i, a in zip(bank.item_ids, bank.a) if a > 0 and i in rm["full"].item_ids]
     pos = estimate_ability(rm["full"].subset(items=keep), bank.subset(keep), "ml").iloc[-2:]
     assert list(pos["theta"]) == [np.inf, -np.inf] and list(pos["flag"]) == ["perfect", "zero"]
+
+
+def test_m2_partitions_never_exceed_one_m2(arc_block):
+    """--partition-size 150 on 220 items made one partition of 220 (round(220 / 150) = 1),
+    which M2 then refused with 'use --partition-size 100'; a size over 150 (600 on GSM8K's 552
+    items, 200 on its 552 -> 184-item parts) failed the same way after reading everything."""
+    assert [len(p) for p in fit.partition_items(220, 150, max_size=fit.MAX_M2_ITEMS)] == [110, 110]
+    assert [len(p) for p in fit.partition_items(839, 100, max_size=150)] == [105] * 7 + [104]
+    with pytest.raises(ConfigError, match="at most 150"):
+        fit.partition_items(552, 200, max_size=fit.MAX_M2_ITEMS)
+    _, bank, rm = arc_block
+    with pytest.raises(ConfigError, match="at most 150"):
+        fit.m2_partitioned(rm["full"], bank.subset(rm["full"].item_ids), partition_size=600,
+                           estimated="none")
+    small = rm["full"].subset(items=rm["full"].item_ids[:155])
+    table, _ = fit.m2_partitioned(small, bank.subset(small.item_ids), partition_size=150,
+                                  estimated="none")
+    assert list(table["n_items"]) == [78, 77]
+
+
+def test_fit_cli_partition_size_over_the_limit(capsys, tmp_path, arc_block):
+    _, _, rm = arc_block
+    path = tmp_path / "arc.csv"
+    rm["full"].write(path)
+    one_line_error(capsys, ["fit", path, "--bank", "paper-arc", "--partition-size", "600",
+                            "--no-items"], "partition size 600", "at most 150")

@@ -561,15 +561,24 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
                     residual_correlations=resmat)
 
 
-def partition_items(n_items: int, partition_size: int = 100, rng=None) -> list[np.ndarray]:
+def partition_items(n_items: int, partition_size: int = 100, rng=None, *,
+                    max_size: int | None = None) -> list[np.ndarray]:
     """Split item positions into round(n/size) nearly equal parts of about ``partition_size``
-    items (in bank order, or shuffled by ``rng``, a Generator or a seed).
+    items (in bank order, or shuffled by ``rng``, a Generator or a seed); with ``max_size``,
+    into enough parts that none is larger (M2's partitions: ``MAX_M2_ITEMS``).
 
     839 items with size 100 give 8 parts of 105/104 items, the paper's ARC partitions."""
     if partition_size < 2:
         raise ConfigError(f"partition_size must be >= 2, got {partition_size}")
+    if max_size is not None and partition_size > max_size:   # refused before any work
+        raise ConfigError(f"partition size {partition_size} is over the {max_size} items one M2 "
+                          f"takes (its moment matrix would be "
+                          f"{partition_size * (partition_size + 1) // 2}-square); use at most "
+                          f"{max_size} (CLI: --partition-size)")
     order = np.arange(n_items) if rng is None else as_generator(rng).permutation(n_items)
     k = max(1, int(np.floor(n_items / partition_size + 0.5)))
+    if max_size is not None:
+        k = max(k, -(-n_items // max_size))
     return [np.sort(part) for part in np.array_split(order, k)]
 
 
@@ -585,7 +594,12 @@ def m2_partitioned(responses, bank: ItemBank, *, partition_size: int = 100, rng=
     """
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
-    parts = partitions if partitions is not None else partition_items(len(bank), partition_size, rng)
+    parts = partitions if partitions is not None else partition_items(
+        len(bank), partition_size, rng, max_size=MAX_M2_ITEMS)
+    big = max(len(idx) for idx in parts)
+    if big > MAX_M2_ITEMS:   # given partitions: refused before any work
+        raise ConfigError(f"an M2 partition of {big} items is over the {MAX_M2_ITEMS} items one M2 "
+                          f"takes (its moment matrix is {big * (big + 1) // 2}-square)")
     rows = []
     step = stepper(progress, len(parts))
     for k, idx in enumerate(parts):
