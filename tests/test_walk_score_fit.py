@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from cli_checks import one_line_error
 
-from atlascat import estimate_ability
+from atlascat import calibrate, estimate_ability
 from atlascat.catalogue import load_paper_bank
 from atlascat.errors import ConfigError
 from atlascat.irt import fit
+from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix
 
 REF = Path(__file__).parent / "data" / "walk_score_fit"
@@ -95,3 +96,47 @@ def test_fit_cli_partition_size_over_the_limit(capsys, tmp_path, arc_block):
     rm["full"].write(path)
     one_line_error(capsys, ["fit", path, "--bank", "paper-arc", "--partition-size", "600",
                             "--no-items"], "partition size 600", "at most 150")
+
+
+@pytest.fixture(scope="module")
+def arc500(shared_data):
+    """make_fit.R's block: every 4th row of dense_arc (500) x 60 items, and mirt's 2PL on it."""
+    items = pd.read_csv(REF / "arc500x60_2pl_items.csv", dtype={"X": str})
+    dense = pd.read_csv(shared_data / "openllm" / "dense_arc.csv.gz", index_col=0)
+    block = dense.iloc[::4].iloc[:500][list(items["X"])]
+    bank = ItemBank(items["X"], items["a1"], -items["d"] / items["a1"])
+    return ResponseMatrix.from_frame(block), bank, items
+
+
+def test_calibrate_se_is_mirts_oakes(arc500):
+    """atlas calibrate --model 2pl --prior-a none --se (mirt's defaults, TOL 1e-6) against
+    mirt(..., SE = TRUE, SE.type = "Oakes"): parameters to 2e-4, SEs to 1e-3 relative."""
+    rm, _, ref = arc500
+    res = calibrate(rm, "2pl", prior_a=None, se=True, tol=1e-6)
+    got = res.standard_errors("mirt").set_index("item_id").loc[ref["X"]]
+    np.testing.assert_allclose(got["a1"], ref["a1"], atol=2e-4)
+    np.testing.assert_allclose(got["d"], ref["d"], atol=2e-4)
+    np.testing.assert_allclose(got["a1_se"], ref["SE_a1"], rtol=1e-3)
+    np.testing.assert_allclose(got["d_se"], ref["SE_d"], rtol=1e-3)
+
+
+def test_fit_is_mirts_m2_itemfit_personfit(arc500):
+    """M2(mod), itemfit(mod) and personfit(mod) on mirt's own 2PL parameters; personfit is at
+    fscores' EAP, which person_fit(method="eap") now takes (it refused all but ml/wle/map)."""
+    rm, bank, _ = arc500
+    m2 = pd.read_csv(REF / "arc500x60_2pl_m2.csv").iloc[0]
+    got = fit.m2(rm, bank, estimated="2pl").to_dict()
+    for key in ("M2", "df", "RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR"):
+        assert got[key] == pytest.approx(m2[key], rel=1e-8), key
+    for key in ("TLI", "CFI"):   # mirt's null model is itself fitted: 8e-8 apart
+        assert got[key] == pytest.approx(m2[key], rel=1e-6), key
+    sx2 = pd.read_csv(REF / "arc500x60_2pl_itemfit.csv")
+    mine = fit.sx2(rm, bank, estimated="2pl")
+    np.testing.assert_allclose(mine["S_X2"], sx2["S_X2"], rtol=1e-9)
+    np.testing.assert_array_equal(mine["df_S_X2"], sx2["df.S_X2"])
+    pf = pd.read_csv(REF / "arc500x60_2pl_personfit.csv")
+    mine = fit.person_fit(rm, bank, method="eap")
+    for ours, theirs in [("lz", "Zh"), ("outfit", "outfit"), ("z_outfit", "z.outfit"),
+                         ("infit", "infit"), ("z_infit", "z.infit")]:
+        np.testing.assert_allclose(mine[ours], pf[theirs], atol=1e-9)
+    assert mine["lz_star"].isna().all()

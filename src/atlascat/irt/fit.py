@@ -108,21 +108,8 @@ from .progress import stepper
 from .quadrature import normal_quadrature
 from .sx2table import sx2_frame, table_sx2
 
-__all__ = [
-    "ESTIMATED",
-    "M2Result",
-    "m2",
-    "m2_partitioned",
-    "partition_items",
-    "rmsea_ci",
-    "sx2",
-    "summed_score_distribution",
-    "person_fit",
-    "q3",
-    "free_parameters",
-    "m2_df",
-    "null_m2",
-]
+__all__ = ["ESTIMATED", "M2Result", "m2", "m2_partitioned", "partition_items", "rmsea_ci", "sx2",
+           "summed_score_distribution", "person_fit", "q3", "free_parameters", "m2_df", "null_m2"]
 
 ESTIMATED = ("none", "rasch", "1pl", "2pl", "3pl", "4pl")
 # free parameters per item (the 1PL adds one common slope)
@@ -572,13 +559,9 @@ def partition_items(n_items: int, partition_size: int = 100, rng=None, *,
         raise ConfigError(f"partition_size must be >= 2, got {partition_size}")
     if max_size is not None and partition_size > max_size:   # refused before any work
         raise ConfigError(f"partition size {partition_size} is over the {max_size} items one M2 "
-                          f"takes (its moment matrix would be "
-                          f"{partition_size * (partition_size + 1) // 2}-square); use at most "
-                          f"{max_size} (CLI: --partition-size)")
+                          f"takes; use at most {max_size} (CLI: --partition-size)")
     order = np.arange(n_items) if rng is None else as_generator(rng).permutation(n_items)
-    k = max(1, int(np.floor(n_items / partition_size + 0.5)))
-    if max_size is not None:
-        k = max(k, -(-n_items // max_size))
+    k = max(1, int(np.floor(n_items / partition_size + 0.5)), -(-n_items // (max_size or max(n_items, 1))))
     return [np.sort(part) for part in np.array_split(order, k)]
 
 
@@ -596,10 +579,6 @@ def m2_partitioned(responses, bank: ItemBank, *, partition_size: int = 100, rng=
     y, w = _aligned(responses, bank, weights)
     parts = partitions if partitions is not None else partition_items(
         len(bank), partition_size, rng, max_size=MAX_M2_ITEMS)
-    big = max(len(idx) for idx in parts)
-    if big > MAX_M2_ITEMS:   # given partitions: refused before any work
-        raise ConfigError(f"an M2 partition of {big} items is over the {MAX_M2_ITEMS} items one M2 "
-                          f"takes (its moment matrix is {big * (big + 1) // 2}-square)")
     rows = []
     step = stepper(progress, len(parts))
     for k, idx in enumerate(parts):
@@ -709,6 +688,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     lz* = (W + c_n r_0) / sqrt(sum_j (w_j - c_n r_j)^2 P_j Q_j), c_n = sum P_j' w_j / sum P_j' r_j,
     r_j = P_j'/(P_j Q_j) and r_0 the estimator's own term: 0 (ML), J/(2I) (WLE),
     -(theta - mu)/sigma^2 (MAP). Small values signal misfit: ``p_lz_star`` = Phi(lz*), lower tail.
+    ``"eap"``: mirt's ``personfit(mod)`` (its Zh is lz) at fscores' EAP; lz* NaN (no equation).
 
     ``theta`` may be given (then lz* assumes ``method``'s estimating equation). Subjects with
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).
@@ -718,9 +698,8 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     from .meansquare import mean_squares   # mirt's infit / outfit
 
     method = str(method).lower()
-    if method not in ("ml", "wle", "map"):
-        raise ConfigError(f"person_fit method must be ml, wle or map (lz* needs the estimating "
-                          f"equation), got {method!r}")
+    if method not in ("ml", "wle", "map", "eap"):
+        raise ConfigError(f"person_fit method must be ml, wle, map or eap, got {method!r}")
     y = response_array(responses, bank)
     ids = _subject_ids(responses, y.shape[0])
     if theta is None:
@@ -753,7 +732,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
             info = (dpo * rr).sum(axis=1)
             jj = (dpo * rr * curv).sum(axis=1)
             r0 = jj / (2.0 * info)
-        lzs = (W + cn * r0) / np.sqrt(tau2)
+        lzs = (W + cn * r0) / np.sqrt(tau2) + (np.nan if method == "eap" else 0.0)
     bad = ~finite | (n_obs == 0) | ~(var > 0)
     lz = np.where(bad, np.nan, lz)
     lzs = np.where(bad | ~(tau2 > 0), np.nan, lzs)

@@ -3,8 +3,9 @@
 # every 4th, 1-based; the first 60 item columns with 10% to 90% right in these rows): a 2PL fitted with mirt's defaults (EM, 61
 # nodes, TOL 1e-4 raised to 1e-6) and SE.type = "Oakes", then M2(mod), itemfit(mod) (S-X2) and
 # personfit(mod) (Zh at fscores' EAP).
-# Run from this folder: Rscript make_fit.R
-#   -> arc500x60.csv (the block), arc500x60_2pl_items.csv (X, a1, d, SE_a1, SE_d),
+# (tests/test_walk_score_fit.py rebuilds the block from the same rows and the items' ids.)
+# Run from this folder: Rscript make_fit.R > make_fit.log
+#   -> arc500x60_2pl_items.csv (X, a1, d, SE_a1, SE_d),
 #      arc500x60_2pl_m2.csv, arc500x60_2pl_itemfit.csv, arc500x60_2pl_personfit.csv, make_fit.log
 suppressPackageStartupMessages(library(mirt))
 stopifnot(as.character(packageVersion("mirt")) == "1.45.1")
@@ -12,7 +13,6 @@ D <- read.csv(gzfile("../../../../shared/data/openllm/dense_arc.csv.gz"), check.
 rows <- seq(1, nrow(D), by = 4)[1:500]
 vary <- which(sapply(D[rows, -1], function(v) mean(v) >= 0.1 && mean(v) <= 0.9)) + 1
 B <- D[rows, c(1, vary[1:60])]
-write.csv(B, "arc500x60.csv", row.names = FALSE, quote = FALSE)
 Y <- as.matrix(B[, -1]); colnames(Y) <- paste0("X", colnames(Y))
 t0 <- Sys.time()
 m <- mirt(Y, 1, "2PL", SE = TRUE, SE.type = "Oakes", TOL = 1e-6, verbose = FALSE)
