@@ -140,3 +140,18 @@ def test_fit_is_mirts_m2_itemfit_personfit(arc500):
                          ("infit", "infit"), ("z_infit", "z.infit")]:
         np.testing.assert_allclose(mine[ours], pf[theirs], atol=1e-9)
     assert mine["lz_star"].isna().all()
+
+
+def test_m2_with_missing_answers_warns(shared_data):
+    """mirt's M2(mod) takes pairwise available moments and says nothing; so did ATLAS. On dense
+    ARC's first 60 bank items (p from 0.01 to 0.9995), blanking 17% at random multiplies M2 by
+    5 (and SRMSR by 2.6): the moments come from different rows, Xi assumes one set."""
+    bank = load_paper_bank("arc")
+    dense = pd.read_csv(shared_data / "openllm" / "dense_arc.csv.gz", index_col=0)
+    block = dense[[c for c in dense.columns if c in set(bank.item_ids)][:60]]
+    sub = bank.subset(list(block.columns))
+    whole = fit.m2(ResponseMatrix.from_frame(block), sub, estimated="none")
+    blank = block.mask(np.random.default_rng(0).random(block.shape) < 0.17)
+    with pytest.warns(UserWarning, match="pairwise, as mirt's M2"):
+        part = fit.m2(ResponseMatrix.from_frame(blank), sub, estimated="none")
+    assert part.M2 > 4 * whole.M2 and part.SRMSR > 2 * whole.SRMSR
