@@ -31,7 +31,7 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
                           "(set --partition-size to choose)")
     if partition_size is not None:
         rng = np.random.default_rng(seed)
-        parts = fit.partition_items(n, partition_size, rng)
+        parts = fit.partition_items(n, partition_size, rng, max_size=fit.MAX_M2_ITEMS)
         from ._common import bar_progress
 
         table, summary = fit.m2_partitioned(rm, bank, partitions=parts, estimated=est,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..irt.defaults import QUADPTS, THETA_RANGE
+from ..irt.defaults import SCORE_QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
                       load_responses, output_file, print_frame, quiet_option, se_line,
                       warn)
@@ -70,7 +70,7 @@ def score_command(
                                        help="Strip R's 'X' prefix from item ids (X514 -> 514)."),
     prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
     prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD (> 0)."),
-    quadpts: int = typer.Option(QUADPTS, "--quadpts",
+    quadpts: int = typer.Option(SCORE_QUADPTS, "--quadpts",
                                 help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, "
                                      f"{THETA_RANGE[1]:g}]."),
     reconstruct: str = typer.Option("none", "--reconstruct",

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from .special import logsumexp
 
-from .defaults import QUADPTS, THETA_RANGE
+from .defaults import SCORE_QUADPTS, THETA_RANGE
 from .._blas import with_small_products
 from ..errors import ConfigError, ResponseDataError
 from . import arrays, models
@@ -90,10 +90,10 @@ def grid_posterior(y: np.ndarray, bank: ItemBank, quad) -> np.ndarray:
 
 
 @with_small_products
-def eap(responses, bank: ItemBank, *, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
+def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=THETA_RANGE,
         prior_mean: float = 0.0, prior_sd: float = 1.0, device="cpu", dtype: str = "float64",
         memory_limit=None):
-    """EAP theta and posterior SD for every subject; defaults are mirt's (61 nodes, [-6, 6], N(0,1)).
+    """EAP theta and posterior SD for every subject; defaults are mirt's fscores' (121 nodes, [-6, 6], N(0,1)).
 
     theta_i = sum_q x_q post_iq, SD_i^2 = sum_q x_q^2 post_iq - theta_i^2, with
     post_iq proportional to pi_q prod_j P_j(x_q)^y_ij Q_j(x_q)^(1 - y_ij) over the observed
@@ -401,7 +401,7 @@ def _solve_on(y, bank, method, device, **kw) -> AbilityResult:
 # --------------------------------------------------------------------------------- public entry
 @with_small_products
 def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
-                     prior_sd: float = 1.0, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
+                     prior_sd: float = 1.0, quadpts: int = SCORE_QUADPTS, theta_range=THETA_RANGE,
                      bounds=(-10.0, 10.0), extra_items: str = "warn",
                      subject_ids=None, device="cpu") -> pd.DataFrame:
     """Theta and SE for every subject, one row each.

@@ -80,7 +80,7 @@ from ..errors import warn_user
 from . import arrays
 from .colstats import binary_counts
 
-__all__ = ["AUTO", "QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
+__all__ = ["AUTO", "QUADPTS", "SCORE_QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
            "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "PREDICTION_MIN_SOURCES", "choose_defaults",
            "is_auto", "identification_problems", "resolve"]
@@ -89,6 +89,10 @@ AUTO = "auto"
 #: the quadrature grid every marginal likelihood, EAP and fit statistic integrates on by
 #: default: mirt's for one factor, 61 equally spaced nodes on [-6, 6]
 QUADPTS = 61
+#: the EAP score's grid (estimate_ability, atlas score): mirt's fscores default for one
+#: factor, 121 nodes on [-6, 6]; 61 nodes are 0.2 apart, too coarse for a posterior SD of 0.1
+#: (hundreds of items), where the 61-node EAP is up to 0.05 off
+SCORE_QUADPTS = 121
 #: anchor drift in linking: |z| of the anchor's curve gap (or b gap over its SE) above DRIFT_Z
 #: (up to 20 anchors; more beyond, linking.drift_threshold) and a b gap DRIFT_MIN from the median
 DRIFT_Z = 4.0

@@ -108,21 +108,8 @@ from .progress import stepper
 from .quadrature import normal_quadrature
 from .sx2table import sx2_frame, table_sx2
 
-__all__ = [
-    "ESTIMATED",
-    "M2Result",
-    "m2",
-    "m2_partitioned",
-    "partition_items",
-    "rmsea_ci",
-    "sx2",
-    "summed_score_distribution",
-    "person_fit",
-    "q3",
-    "free_parameters",
-    "m2_df",
-    "null_m2",
-]
+__all__ = ["ESTIMATED", "M2Result", "m2", "m2_partitioned", "partition_items", "rmsea_ci", "sx2",
+           "summed_score_distribution", "person_fit", "q3", "free_parameters", "m2_df", "null_m2"]
 
 ESTIMATED = ("none", "rasch", "1pl", "2pl", "3pl", "4pl")
 # free parameters per item (the 1PL adds one common slope)
@@ -130,6 +117,11 @@ _PER_ITEM = {"none": 0, "rasch": 1, "1pl": 1, "2pl": 2, "3pl": 3, "4pl": 4}
 # plus one shared parameter: the 1PL's common slope, the Rasch model's latent variance
 _SHARED = {"rasch": 1, "1pl": 1}
 MAX_M2_ITEMS = 150
+_PAIRWISE_M2 = ("M2 with missing answers takes each moment from the subjects who answered its "
+                "items (pairwise, as mirt's M2(mod)), but its covariance assumes one set of "
+                "subjects: with near-constant items M2, RMSEA and SRMSR can be far off (dense "
+                "ARC, 2193 x 60, 17% blanked at random: M2 5-9 times, SRMSR 2.6 times the "
+                "complete data's); read them as rough, or fit the rows with every answer")
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -511,6 +503,8 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
             f"use m2_partitioned (CLI: --partition-size 100) for banks over {MAX_M2_ITEMS} items"
         )
     N = float(w.sum())
+    if np.any(n1 < N):   # mirt's M2(mod) too; its Xi assumes every moment from the same rows
+        warn_user(_PAIRWISE_M2)
     pi_i, pj = _check_pairs(n2, bank.item_ids, "M2")
     p2 = cross[pi_i, pj]
 
@@ -561,15 +555,20 @@ def m2(responses, bank: ItemBank, *, estimated=None, quadpts: int = QUADPTS,
                     residual_correlations=resmat)
 
 
-def partition_items(n_items: int, partition_size: int = 100, rng=None) -> list[np.ndarray]:
+def partition_items(n_items: int, partition_size: int = 100, rng=None, *,
+                    max_size: int | None = None) -> list[np.ndarray]:
     """Split item positions into round(n/size) nearly equal parts of about ``partition_size``
-    items (in bank order, or shuffled by ``rng``, a Generator or a seed).
+    items (in bank order, or shuffled by ``rng``, a Generator or a seed); with ``max_size``,
+    into enough parts that none is larger (M2's partitions: ``MAX_M2_ITEMS``).
 
     839 items with size 100 give 8 parts of 105/104 items, the paper's ARC partitions."""
     if partition_size < 2:
         raise ConfigError(f"partition_size must be >= 2, got {partition_size}")
+    if max_size is not None and partition_size > max_size:   # refused before any work
+        raise ConfigError(f"partition size {partition_size} is over the {max_size} items one M2 "
+                          f"takes; use at most {max_size} (CLI: --partition-size)")
     order = np.arange(n_items) if rng is None else as_generator(rng).permutation(n_items)
-    k = max(1, int(np.floor(n_items / partition_size + 0.5)))
+    k = max(1, int(np.floor(n_items / partition_size + 0.5)), -(-n_items // (max_size or max(n_items, 1))))
     return [np.sort(part) for part in np.array_split(order, k)]
 
 
@@ -585,7 +584,8 @@ def m2_partitioned(responses, bank: ItemBank, *, partition_size: int = 100, rng=
     """
     est = _estimated(bank, estimated)
     y, w = _aligned(responses, bank, weights)
-    parts = partitions if partitions is not None else partition_items(len(bank), partition_size, rng)
+    parts = partitions if partitions is not None else partition_items(
+        len(bank), partition_size, rng, max_size=MAX_M2_ITEMS)
     rows = []
     step = stepper(progress, len(parts))
     for k, idx in enumerate(parts):
@@ -695,6 +695,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     lz* = (W + c_n r_0) / sqrt(sum_j (w_j - c_n r_j)^2 P_j Q_j), c_n = sum P_j' w_j / sum P_j' r_j,
     r_j = P_j'/(P_j Q_j) and r_0 the estimator's own term: 0 (ML), J/(2I) (WLE),
     -(theta - mu)/sigma^2 (MAP). Small values signal misfit: ``p_lz_star`` = Phi(lz*), lower tail.
+    ``"eap"``: mirt's ``personfit(mod)`` (its Zh is lz) at fscores' EAP; lz* NaN (no equation).
 
     ``theta`` may be given (then lz* assumes ``method``'s estimating equation). Subjects with
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).
@@ -704,9 +705,8 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     from .meansquare import mean_squares   # mirt's infit / outfit
 
     method = str(method).lower()
-    if method not in ("ml", "wle", "map"):
-        raise ConfigError(f"person_fit method must be ml, wle or map (lz* needs the estimating "
-                          f"equation), got {method!r}")
+    if method not in ("ml", "wle", "map", "eap"):
+        raise ConfigError(f"person_fit method must be ml, wle, map or eap, got {method!r}")
     y = response_array(responses, bank)
     ids = _subject_ids(responses, y.shape[0])
     if theta is None:
@@ -739,7 +739,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
             info = (dpo * rr).sum(axis=1)
             jj = (dpo * rr * curv).sum(axis=1)
             r0 = jj / (2.0 * info)
-        lzs = (W + cn * r0) / np.sqrt(tau2)
+        lzs = (W + cn * r0) / np.sqrt(tau2) + (np.nan if method == "eap" else 0.0)
     bad = ~finite | (n_obs == 0) | ~(var > 0)
     lz = np.where(bad, np.nan, lz)
     lzs = np.where(bad | ~(tau2 > 0), np.nan, lzs)

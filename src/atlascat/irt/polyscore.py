@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import polytomous as poly
-from .defaults import PREDICTION_PRIOR_SD, QUADPTS, THETA_RANGE
+from .defaults import PREDICTION_PRIOR_SD, SCORE_QUADPTS, THETA_RANGE
 from .polybank import PolyBank
 from .polyfit import indicators
 from .quadrature import normal_quadrature
@@ -151,7 +151,7 @@ def _info_terms(codes, bank: PolyBank, theta):
 
 
 def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: float = 0.0,
-                  prior_sd: float = 1.0, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
+                  prior_sd: float = 1.0, quadpts: int = SCORE_QUADPTS, theta_range=THETA_RANGE,
                   bounds=(-10.0, 10.0), newton: int = 30):
     """(theta, se, n_items, flag) for category codes (n, n_items) in the bank's item order."""
     method = str(method).lower()
