@@ -535,6 +535,8 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     try:
         opened = store.open_steps(run_id)
         answerable = answerable_items(subject, bank)
+        if answerable is not None and hasattr(session, "restrict_to"):
+            session.restrict_to(answerable)   # a suite knows its blanks up front, as simulate
         while True:
             if not opened and token_budget_stop(budget, spent, int(session.n_items), k):
                 stop_reason = "token_budget"
