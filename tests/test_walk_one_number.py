@@ -61,3 +61,42 @@ def test_a_suite_model_is_asked_what_simulate_asks_it_among_others(suite_answers
             [row["average"][k] for k in ("score", "lo", "hi")],
             sim.loc[model, ["average", "average_lo", "average_hi"]].to_numpy(float),
             rtol=1e-9, err_msg=model)
+
+
+# ------------------------------------------------------------------ bank folders of any metric
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """Bank folders of 30 source models on 80 items: continuous scores in [0, 1], and the same
+    scores on 0-100 built with ``--score-range 0 100``; ``tgt.csv``: 10 more models."""
+    from test_any_metric import _scaled_matrix
+
+    root = tmp_path_factory.mktemp("one_number_walk")
+    out = {}
+    for name, hi, extra in (("unit", 1, []), ("points", 100, ["--score-range", "0", "100"])):
+        d = root / name
+        d.mkdir()
+        _scaled_matrix(d, 0, hi)
+        assert main(["build-bank", str(d / "src.csv"), "-o", str(d / "bank"), "--name", "qa",
+                     "-q", *extra]) == 0
+        out[name] = d
+    return out
+
+
+@pytest.mark.parametrize("design", ["auto", "adaptive"])
+def test_simulates_mean_prediction_is_in_percent_with_its_sign(folders, design, tmp_path,
+                                                              capsys):
+    """``atlas simulate``'s summary row of the mean predicted score: in percent it reads
+    "65.8%", as the run's headline, page and ``atlas runs`` write a score in percent; on a
+    metric's own 0-100 scale "65.8". Both read "65.8" (a 0-1 score and a BLEU alike)."""
+    rows = {}
+    for name, d in folders.items():
+        assert main(["simulate", str(d / "tgt.csv"), "--bank", str(d / "bank"), "--design",
+                     design, "--max-items", "20", "-o", str(tmp_path / name)]) == 0
+        text = capsys.readouterr().out
+        rows[name] = " ".join(next(ln for ln in text.splitlines()
+                                   if "mean over models" in ln).split())
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        k, unit = (100, "%") if name == "unit" else (1, "")
+        assert (f"mean over models {k * summary['score_mean']:.1f}{unit} (95% intervals "
+                f"{k * summary['width_mean']:.1f} points wide)") in rows[name], rows[name]
+    assert rows["unit"] != rows["points"]
