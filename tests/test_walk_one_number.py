@@ -100,3 +100,28 @@ def test_simulates_mean_prediction_is_in_percent_with_its_sign(folders, design, 
         assert (f"mean over models {k * summary['score_mean']:.1f}{unit} (95% intervals "
                 f"{k * summary['width_mean']:.1f} points wide)") in rows[name], rows[name]
     assert rows["unit"] != rows["points"]
+
+
+@pytest.mark.parametrize("kind", ["unit", "points"])
+def test_a_predictor_runs_score_se_is_person_scores_se(folders, kind, tmp_path, capsys):
+    """A folder's benchmark predictor: ``person_scores.csv``'s ``se`` is the predicted score's
+    SE (on the score's scale); results.json and ``atlas runs --json`` carried only theta's SE
+    (0.42 where the CSV said 0.042 for the same run), so the CSV's number was nowhere in the
+    live run. Now the prediction carries the score's SE beside theta's (``se``)."""
+    d = folders[kind]
+    assert main(["simulate", str(d / "tgt.csv"), "--bank", str(d / "bank"), "--max-items", "20",
+                 "--seed", "3", "-q", "-o", str(tmp_path / "sim")]) == 0
+    persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
+    out = tmp_path / "live"
+    assert main(["evaluate", "--bank", str(d / "bank"), "--subject",
+                 f"replay:{d / 'tgt.csv'}#m31", "--max-items", "20", "--seed", "3", "-q",
+                 "-o", str(out)]) == 0
+    row = json.loads((out / "results.json").read_text())[0]
+    pred = row["prediction"]
+    assert pred["design"] == "benchmark predictor"
+    assert pred["se"] == pytest.approx(persons.loc["m31", "se"], rel=1e-9)
+    assert pred["score"] == pytest.approx(persons.loc["m31", "score"], rel=1e-9)
+    assert pred["se"] != pytest.approx(row["se"])             # theta's SE stays theta's
+    capsys.readouterr()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["prediction"]["se"] == pred["se"]
