@@ -125,3 +125,27 @@ def test_a_predictor_runs_score_se_is_person_scores_se(folders, kind, tmp_path, 
     capsys.readouterr()
     assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["prediction"]["se"] == pred["se"]
+
+
+@pytest.mark.parametrize("kind", ["unit", "points"])
+def test_runs_run_prints_each_steps_score_as_the_lines_and_the_page(folders, kind, tmp_path,
+                                                                   capsys):
+    """``atlas runs --run ID`` printed each step's score to 4 significant digits (BLEU
+    "98.95", "0.9895") where the command's step lines and the HTML page print "98.9" and
+    "0.99": one score, two readings. Now each reads as the others."""
+    from test_one_number_everywhere import _columns, _page
+
+    d = folders[kind]
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(d / "bank"), "--design", "adaptive", "--subject",
+                 f"replay:{d / 'tgt.csv'}#m31", "--max-items", "12", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    lines = [ln.split()[ln.split().index("score") + 1] for ln in err.splitlines()
+             if " step " in ln and " score " in ln]
+    row = json.loads((out / "results.json").read_text())[0]
+    assert len(lines) == row["n_items"]
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"]]) == 0
+    table = _columns(capsys.readouterr().out.splitlines(), "step")
+    shown = [r["score"] for r in table if r["status"] == "answered"]
+    _, _, items = _page(out / "reports" / f"{row['run_id']}.html")
+    assert shown == lines == [r["score"] for r in items]

@@ -149,6 +149,8 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     shown = _estimates(steps[cols].astype(object), info["kind"] == "suite")
+    if not lb.get("ratings"):
+        shown["score"] = _scores(shown["score"], scale)
     if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
         shown = shown.rename(columns={"score": "rating"})
     shown = _predicted(shown, info, store.steps(run_id), lb.get("scale"))
@@ -176,6 +178,18 @@ def _predicted(shown, info, steps, scale):
         shown.insert(at + j, col, [said.get(int(k) - 1, (None, None))[j]
                                    for k in shown["step"]])
     return shown
+
+
+def _scores(scores, scale):
+    """The steps' scores as evaluate's lines and the HTML page print them: on a metric's own
+    ``scale`` by the one digits rule (BLEU 98.9, not 98.95), a score in [0, 1] to 2 decimals
+    once one lies between 0 and 1, right / wrong as 1 / 0."""
+    from ..scorelink.prediction import score_text
+
+    vals = [None if v is None or v != v else float(v) for v in scores]
+    between = any(v is not None and 0 < v < 1 for v in vals)
+    return [v if v is None else score_text(v, scale) if scale is not None else
+            f"{v:.2f}" if between else f"{v:g}" for v in vals]
 
 
 def _estimates(shown, suite: bool):
