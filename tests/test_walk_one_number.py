@@ -149,3 +149,24 @@ def test_runs_run_prints_each_steps_score_as_the_lines_and_the_page(folders, kin
     shown = [r["score"] for r in table if r["status"] == "answered"]
     _, _, items = _page(out / "reports" / f"{row['run_id']}.html")
     assert shown == lines == [r["score"] for r in items]
+
+
+def test_a_suite_steps_se_reads_alike_on_its_line_the_page_and_runs(tmp_path, capsys):
+    """A suite run's SE of the average after each step: its step line printed it to 2
+    decimals ("SE 3.75", as the page's "SE of the average 3.75 points"), the page's steps and
+    ``atlas runs --run`` to 1 ("3.7" for 3.746, which the line reads as 3.75): now 2 on all."""
+    from test_one_number_everywhere import _columns, _page
+
+    out = tmp_path / "run"
+    assert main(["evaluate", "--suite", "openllm-v1", "--subject", "simulate:0.5:3",
+                 "--max-items", "12", "--min-items", "12", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    lines = [ln.split()[-1] for ln in err.splitlines() if " step " in ln and " SE " in ln]
+    row = json.loads((out / "results.json").read_text())[0]
+    assert len(lines) == row["n_items"] and lines[-1] == f"{row['se_points']:.2f}"
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--run", row["run_id"]]) == 0
+    table = _columns(capsys.readouterr().out.splitlines(), "step")
+    assert [r["(points)"] for r in table] == lines   # the header "SE (points)" as 2 words
+    _, kv, items = _page(out / "reports" / f"{row['run_id']}.html")
+    assert [r["SE (points)"] for r in items] == lines
+    assert kv["SE of the average"] == f"{lines[-1]} points"

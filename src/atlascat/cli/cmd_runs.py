@@ -199,8 +199,8 @@ def _estimates(shown, suite: bool):
         return v if v is None or v != v else format(k * float(v), spec)
 
     k, spec = (100.0, ".1f") if suite else (1.0, ".3f")
-    for col in ("theta", "se"):
-        shown[col] = [fmt(v, k, spec) for v in shown[col]]
+    for col in ("theta", "se"):   # a suite's SE in points to 2 decimals, as its step lines
+        shown[col] = [fmt(v, k, ".2f" if suite and col == "se" else spec) for v in shown[col]]
     return shown.rename(columns={"theta": "average %", "se": "SE (points)"}) if suite else shown
 
 

@@ -698,7 +698,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         toks = "" if rec["prompt_tokens"] is None else \
             f"{int(rec['prompt_tokens'])}/{int(rec['completion_tokens'] or 0)}"
         est_v = None if rec["theta"] is None else scale * rec["theta"]
-        se_v = None if rec["se"] is None else _fmt(scale * rec["se"], spec)
+        # a suite's SE in points to 2 decimals, as its step lines and "SE of the average"
+        se_v = None if rec["se"] is None else _fmt(scale * rec["se"],
+                                                         ".2f" if suite is not None else spec)
         if path is not None:  # the predictor: its predicted score after this answer
             est_v, se_v = said.get(int(rec["step"]), (None, "-")) if score is not None \
                 else (None, "-")
