@@ -6,6 +6,7 @@ test_simulate_equals_evaluate.py)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -66,16 +67,18 @@ def test_a_suite_model_is_asked_what_simulate_asks_it_among_others(suite_answers
 # ------------------------------------------------------------------ bank folders of any metric
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    """Bank folders of 30 source models on 80 items: continuous scores in [0, 1], and the same
-    scores on 0-100 built with ``--score-range 0 100``; ``tgt.csv``: 10 more models."""
+    """Bank folders of 30 source models on 80 items: continuous scores in [0, 1], the same
+    scores on 0-100 built with ``--score-range 0 100``, and 0/1 scores; ``tgt.csv``: 10 more
+    models."""
     from test_any_metric import _scaled_matrix
 
     root = tmp_path_factory.mktemp("one_number_walk")
     out = {}
-    for name, hi, extra in (("unit", 1, []), ("points", 100, ["--score-range", "0", "100"])):
+    for name, hi, extra in (("unit", 1, []), ("points", 100, ["--score-range", "0", "100"]),
+                            ("binary", 1, [])):
         d = root / name
         d.mkdir()
-        _scaled_matrix(d, 0, hi)
+        _scaled_matrix(d, 0, hi, integer=name == "binary")
         assert main(["build-bank", str(d / "src.csv"), "-o", str(d / "bank"), "--name", "qa",
                      "-q", *extra]) == 0
         out[name] = d
@@ -170,3 +173,37 @@ def test_a_suite_steps_se_reads_alike_on_its_line_the_page_and_runs(tmp_path, ca
     _, kv, items = _page(out / "reports" / f"{row['run_id']}.html")
     assert [r["SE (points)"] for r in items] == lines
     assert kv["SE of the average"] == f"{lines[-1]} points"
+
+
+def test_an_accuracy_over_the_items_scored_does_not_say_asked(folders, tmp_path, capsys):
+    """A ``cmd:`` harness that gives some items no score (``null``): the headline says "N
+    items scored, M asked", and the accuracy "k/N of the items asked" (the page: "right /
+    asked") over the N scored, which read as k of the M asked. Now "scored" where some asked
+    got none; a run where every item got a score still says "asked"."""
+    from test_one_number_everywhere import _page
+
+    d = folders["binary"]
+    script = tmp_path / "judge.py"
+    script.write_text("import json, sys\n"
+                      "for line in sys.stdin:\n"
+                      "    item = json.loads(line)['item_id']\n"
+                      "    k = int(item[1:]) % 3\n"
+                      "    print(json.dumps({'item_id': item, 'score': [1, None, 0][k]}),"
+                      " flush=True)\n")
+    out = tmp_path / "run"
+    assert main(["evaluate", "--bank", str(d / "bank"), "--design", "adaptive", "--subject",
+                 f"cmd:{sys.executable} {script}", "--llm", "judge", "--max-items", "12",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    row = json.loads((out / "results.json").read_text())[0]
+    n, k = row["n_items"], int(row["score_sum"])
+    assert row["n_skipped"] > 0 and f"({n} items scored, {row['n_asked']} asked)" in text
+    assert f"({k}/{n} of the items scored)" in text and "items asked)" not in text
+    page, kv, _ = _page(out / "reports" / f"{row['run_id']}.html")
+    assert kv["observed accuracy (right / scored)"] == f"{100 * k / n:.1f}%"
+    assert "right / asked" not in page
+    # every item scored: "asked" as before
+    assert main(["evaluate", "--bank", str(d / "bank"), "--design", "adaptive", "--subject",
+                 f"replay:{d / 'tgt.csv'}#m31", "--max-items", "12", "-o",
+                 str(tmp_path / "all")]) == 0
+    assert " of the items asked)" in capsys.readouterr().out

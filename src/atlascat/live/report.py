@@ -416,11 +416,12 @@ def _on_scale(value, scale) -> str:
     return level(float(value), scale)
 
 
-def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[str, str]]:
+def _observed_rows(info, ordinal: bool, scale, continuous: bool,
+                   word: str = "asked") -> list[tuple[str, str]]:
     """The observed score and the items used: right / asked for right / wrong answers, the
     mean score for scores in [0, 1] (on the metric's own ``scale`` when it has one: the mean
     rating of ordinal items on one rating scale), each rating's share of its scale for
-    ordinal items on several."""
+    ordinal items on several; ``word`` "scored" where some items asked got no score."""
     n = int(info["n_items"])
     mean = info["score_sum"] / n if n else None
     if ordinal and not scale:   # ratings on several scales: each one's share of its own
@@ -428,12 +429,12 @@ def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[s
                  "lowest))")
     elif scale:
         own = "mean rating" if ordinal else "mean score"
-        return [(f"observed {own} (over the items asked, on {_own_scale(ordinal)})",
+        return [(f"observed {own} (over the items {word}, on {_own_scale(ordinal)})",
                  _on_scale(mean, scale)), ("items used", f"{n}")]
     elif continuous:
-        label = "observed mean score (over the items asked)"
+        label = f"observed mean score (over the items {word})"
     else:
-        label = "observed accuracy (right / asked)"
+        label = f"observed accuracy (right / {word})"
     used = f"{n}" if ordinal or continuous else f"{n} ({float(info['score_sum']):.4g} correct)"
     return [(label, _fmt(mean, ".1%") if n else "-"), ("items used", used)]
 
@@ -631,6 +632,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                                   or _folder_continuous(info.get("bank_ref")))
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite, continuous, ordinal)
+    word = "scored" if (steps["status"] == "skipped").any() else "asked"   # 22/31 scored
     warnings = _warnings(leaderboard, suite)
     kv = [
         ("model", subj.get("model")),
@@ -643,7 +645,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
          + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *_skipped_rows(steps),
         *summary[1:],  # the first is the page's headline
-        *_observed_rows(info, ordinal, own, continuous),
+        *_observed_rows(info, ordinal, own, continuous, word),
         *([("ratings", (leaderboard or {})["unseen_note"])]   # levels the items never had
           if (leaderboard or {}).get("unseen_note") else []),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
@@ -755,7 +757,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             "Model-based mean score = the expected score over the bank's items at theta; "
             f"observed mean score = the mean over the {asked}." if continuous else
             "Model-based accuracy = mean probability correct over the bank's items at theta; "
-            f"observed accuracy = right / asked over the {asked}.")
+            f"observed accuracy = right / {word} over the {asked}.")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"
