@@ -43,7 +43,8 @@ def test_a_suite_model_is_asked_what_simulate_asks_it_among_others(suite_answers
     suite replay drew every model's randomesque picks from one generator (a model's items
     hung on who else was in the file: 65.5% alone, 66.5% beside another model), and a live
     run learnt a member's blanks only as it picked them (the other items in the round, another
-    average: 59.4% live, 58.8% simulated)."""
+    average: 59.4% live, 58.8% simulated). suite_scores.csv also gives the percentiles and
+    the stop reason a live run gives (it had none)."""
     root, models = suite_answers
     pairs = [f"{b}={root / f'{b}.csv'}" for b in SUITE]
     opts = ["--max-items", "18", "--min-items", "18", "--seed", "4", "-q"]
@@ -59,9 +60,14 @@ def test_a_suite_model_is_asked_what_simulate_asks_it_among_others(suite_answers
         assert [b["items"] for b in row["benchmarks"]] == \
             [int(sim.loc[model, f"{b}_items"]) for b in SUITE], model
         np.testing.assert_allclose(
-            [row["average"][k] for k in ("score", "lo", "hi")],
-            sim.loc[model, ["average", "average_lo", "average_hi"]].to_numpy(float),
-            rtol=1e-9, err_msg=model)
+            [row["average"][k] for k in ("score", "lo", "hi", "percentile")],
+            sim.loc[model, ["average", "average_lo", "average_hi",
+                            "average_percentile"]].to_numpy(float), rtol=1e-9, err_msg=model)
+        # each benchmark's percentile and the stop reason, which suite_scores.csv lacked
+        np.testing.assert_allclose([b["percentile"] for b in row["benchmarks"]],
+                                   [sim.loc[model, f"{b}_percentile"] for b in SUITE],
+                                   rtol=1e-9, err_msg=model)
+        assert row["stop_reason"] == sim.loc[model, "stop_reason"]
 
 
 # ------------------------------------------------------------------ bank folders of any metric

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..scorelink.score_link import percentile_of
 
 __all__ = ["SuiteLiveSession", "composite_for", "load_live_suite", "suite_ref", "split_item",
-           "average_percentile", "SEP"]
+           "average_percentile", "percentile_columns", "SEP"]
 
 
 
@@ -257,6 +257,18 @@ def member_warning(link, score: float, lo: float, hi: float, *,
         return (f"outside the link's calibration models (their scores "
                 f"{100 * low_high[0]:.0f}-{100 * low_high[1]:.0f}%)")
     return None
+
+
+def percentile_columns(ref: str, suite, table) -> dict:
+    """The percentiles of a suite replay's predictions (``table``: :func:`~atlascat.suite.
+    simulate_suite`'s scores, ``atlas simulate --suite``'s suite_scores.csv), as a live run's
+    result gives them: ``average_percentile`` among the leaderboard models' published
+    averages (:func:`average_percentile`), ``<member>_percentile`` through each member's link
+    (None where there is none)."""
+    out = {"average_percentile": [average_percentile(ref, float(v)) for v in table["average"]]}
+    for m in suite.members:
+        out[f"{m.name}_percentile"] = [_link_percentile(m.link, float(v)) for v in table[m.name]]
+    return out
 
 
 def _link_percentile(link, score: float) -> float | None:
