@@ -214,3 +214,38 @@ def test_an_accuracy_over_the_items_scored_does_not_say_asked(folders, tmp_path,
                  f"replay:{d / 'tgt.csv'}#m31", "--max-items", "12", "-o",
                  str(tmp_path / "all")]) == 0
     assert " of the items asked)" in capsys.readouterr().out
+
+
+def test_a_replays_blanks_are_counted_skipped_as_simulate_counts_them(folders, tmp_path,
+                                                                      capsys):
+    """A recorded model with blanks, replayed live by the adaptive test: it skips a blank as
+    it comes up, as ``atlas simulate`` does (the same items and theta), and now counts it as
+    simulate does: person_scores.csv's ``n_skipped`` (11) was 0 in results.json, ``atlas
+    runs`` and the page (a judge's ``null`` on the same items was counted). The blanks are
+    kept as skipped steps ("no recorded answer")."""
+    from test_one_number_everywhere import _page
+
+    d = folders["binary"]
+    tgt = pd.read_csv(d / "tgt.csv", index_col=0)
+    tgt = tgt.mask(np.random.default_rng(0).random(tgt.shape) < 0.3)
+    tgt.to_csv(tmp_path / "gaps.csv")
+    opts = ["--bank", str(d / "bank"), "--design", "adaptive", "--seed", "4", "--max-items",
+            "20", "-q"]
+    assert main(["simulate", str(tmp_path / "gaps.csv"), *opts, "-o", str(tmp_path / "sim")]) == 0
+    persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv").set_index("subject_id")
+    out = tmp_path / "live"
+    assert main(["evaluate", *opts, "--subject", f"replay:{tmp_path / 'gaps.csv'}#m31", "-o",
+                 str(out)]) == 0
+    row = json.loads((out / "results.json").read_text())[0]
+    want = int(persons.loc["m31", "n_skipped"])
+    assert want > 0 and row["n_skipped"] == want and row["n_items"] == persons.loc["m31",
+                                                                                   "n_items"]
+    assert row["n_asked"] == row["n_items"] + want
+    assert row["theta"] == pytest.approx(persons.loc["m31", "theta"], abs=1e-12)
+    capsys.readouterr()
+    assert main(["runs", "--db", str(out / "runs.sqlite"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["n_skipped"] == want
+    _, kv, items = _page(out / "reports" / f"{row['run_id']}.html")
+    assert kv["items asked"] == f"{row['n_asked']} (scored and not)"
+    assert kv["no recorded answer"].startswith(f"{want} item")
+    assert sum(r["score"] == "no score" for r in items) == want

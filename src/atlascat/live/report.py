@@ -587,17 +587,21 @@ def _step_texts(path, scale) -> dict | None:
 
 
 def _skipped_rows(steps) -> list:
-    from .refusals import refused_line, refused_summary
+    from .refusals import NO_RECORDED_ANSWER, refused_line, refused_summary
 
     n_refused, first = refused_summary(steps)
     skipped = int((steps["status"] == "skipped").sum())
-    k = skipped - n_refused   # null scores (a judge's), the refused aside
+    blank = int(((steps["status"] == "skipped") & (steps["answer"] == NO_RECORDED_ANSWER)).sum())
+    k = skipped - n_refused - blank   # null scores (a judge's), the refused and blanks aside
     asked = skipped + int((steps["status"] == "answered").sum())   # as RunResult.n_asked
     refused = refused_line(n_refused, first)
     rows = [("items asked", f"{asked} (scored and not)")] if skipped else []
     if k:
         rows.append(("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left "
                      "out unscored"))
+    if blank:
+        rows.append(("no recorded answer", f"{blank} item{'s' if blank != 1 else ''} (blanks "
+                     "of the matrix), skipped as atlas simulate skips them"))
     return rows + ([("refused", refused)] if refused else [])
 
 
