@@ -601,7 +601,7 @@ def _skipped_rows(steps) -> list:
                      "out unscored"))
     if blank:
         rows.append(("no recorded answer", f"{blank} item{'s' if blank != 1 else ''} (blanks "
-                     "of the matrix), skipped as atlas simulate skips them"))
+                     "of the matrix), skipped as a simulation skips them"))
     return rows + ([("refused", refused)] if refused else [])
 
 
