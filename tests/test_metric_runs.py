@@ -234,7 +234,7 @@ def test_a_predictor_simulations_summary_has_the_mean_it_prints(mc2_folder, tmp_
     summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
     persons = pd.read_csv(tmp_path / "sim" / "person_scores.csv")
     assert summary["score_mean"] == pytest.approx(persons["score"].mean())
-    assert f"{100 * summary['score_mean']:.1f} (95% intervals " \
+    assert f"{100 * summary['score_mean']:.1f}% (95% intervals " \
         f"{100 * summary['width_mean']:.1f} points wide)" in text
 
 

@@ -135,8 +135,8 @@ def test_simulate_on_several_rating_scales_says_its_shares_are_percent(root, tmp
                 "--max-items", "6", "-o", str(tmp_path / "sim"))
     summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
     assert summary["scale"] == [0.0, 1.0] and "share" in summary["metric"]
-    assert (f"predicted mean rating, as a share of each item's scale (%), mean over models "
-            f"{100 * summary['score_mean']:.1f} (95% intervals "
+    assert (f"predicted mean rating, as a share of each item's scale, mean over models "
+            f"{100 * summary['score_mean']:.1f}% (95% intervals "
             f"{100 * summary['width_mean']:.1f} points wide)") in " ".join(text.split())
 
 

@@ -18,7 +18,7 @@ def test_a_suite_runs_steps_show_the_average_in_percent(tmp_path, capsys):
     head = lines[1].split()
     assert "theta" not in head and "average" in head and "(points)" in head
     first = RunStore(out / "runs.sqlite").steps(rid).iloc[0]
-    want = f"{100 * first['theta']:.1f}", f"{100 * first['se']:.1f}"
+    want = f"{100 * first['theta']:.1f}", f"{100 * first['se']:.2f}"   # as the step lines
     assert lines[2].split()[4:6] == list(want)
     page = (out / "reports" / f"{rid}.html").read_text()
     assert f"<td class='num'>{want[0]}</td><td class='num'>{want[1]}</td>" in page

@@ -32,7 +32,7 @@ def _check_leaderboard_row(text, persons, summary):
     assert 0.2 < summary["score_mean"] < 0.9
     row = next(line for line in text.splitlines() if "mean over models" in line)
     assert row.split()[:6] == ["predicted", "leaderboard", "score,", "mean", "over", "models"]
-    assert (f"{100 * summary['score_mean']:.1f} (95% intervals "
+    assert (f"{100 * summary['score_mean']:.1f}% (95% intervals "
             f"{100 * summary['width_mean']:.1f} points wide)") in row
     assert "predicted arc score" not in text
 

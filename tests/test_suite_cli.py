@@ -43,9 +43,10 @@ def test_simulate_suite_writes_suite_scores(matrices, tmp_path, capsys):
                "--min-items", "10", "--seed", "1"])
     assert rc in (0, None)
     df = pd.read_csv(out / "suite_scores.csv")
-    cols = ["subject_id", "n_items", "average", "average_lo", "average_hi"]
+    cols = ["subject_id", "n_items", "stop_reason", "average", "average_lo", "average_hi",
+            "average_percentile"]
     for b in BENCHES:
-        cols += [b, f"{b}_lo", f"{b}_hi", f"{b}_items"]
+        cols += [b, f"{b}_lo", f"{b}_hi", f"{b}_items", f"{b}_percentile"]
     assert list(df.columns) == cols
     assert set(df["subject_id"]) >= set(ids[:1])
     assert (df["n_items"] <= 60).all()

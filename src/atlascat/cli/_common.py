@@ -500,10 +500,13 @@ def predicted_summary(words: dict, persons) -> tuple[dict, tuple[str, str]]:
 
 def mean_and_width(mean: float, width: float, scale=None) -> str:
     """A summary's mean prediction and its intervals' mean width, in the score's points (of
-    percent, or of a metric's own ``scale``: the one digits rule, ``score_digits``)."""
+    percent, the mean with its "%" as every other output writes a score in percent, or of a
+    metric's own ``scale``: the one digits rule, ``score_digits``)."""
     from ..scorelink.prediction import score_text
 
-    return f"{score_text(mean, scale)} (95% intervals {score_text(width, scale)} points wide)"
+    unit = "%" if scale is None else ""
+    return (f"{score_text(mean, scale)}{unit} (95% intervals {score_text(width, scale)} points "
+            "wide)")
 
 
 def note_unseen_ratings(bank, ratings) -> None:

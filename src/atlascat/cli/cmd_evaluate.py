@@ -670,6 +670,7 @@ def _accuracy_line(row: dict, scale) -> str | None:
 
     obs, mod = row.get("observed_score"), row.get("model_based_score")
     n = row.get("n_items")
+    got = _scored_word(row)
     what = model_based_words(row.get("design") == "benchmark predictor")
     acc = []
     between = not row.get("ordinal") and (bool(row.get("continuous"))   # the folder's kind
@@ -681,13 +682,13 @@ def _accuracy_line(row: dict, scale) -> str | None:
             return score_text(v, scale)
 
         if obs is not None:
-            acc.append(f"observed {on(obs)} (the mean score over the {n} items asked)")
+            acc.append(f"observed {on(obs)} (the mean score over the {n} items {got})")
         if mod is not None:
             acc.append(f"model-based {on(mod)} ({what})")
         return ("  mean score, on the metric's own scale: " + "; ".join(acc)) if acc else None
     if obs is not None and row.get("ordinal"):  # ratings: each one's share of its scale
         acc.append(f"observed {100 * obs:.1f}% of the scale (each rating's (r - lowest) / "
-                   f"(highest - lowest), over the {n} items asked)")
+                   f"(highest - lowest), over the {n} items {got})")
     elif obs is not None:
         acc.append(f"observed {100 * obs:.1f}% ({_count_text(row, between)})")
     if mod is not None:
@@ -696,10 +697,17 @@ def _accuracy_line(row: dict, scale) -> str | None:
     return (f"  {label}: " + "; ".join(acc)) if acc else None
 
 
+def _scored_word(row) -> str:
+    """What the observed score is over: the items "asked", or "scored" when some asked got
+    no score (the headline's "31 items scored, 42 asked": 22/31 is not 22 of those asked)."""
+    return "scored" if row.get("n_skipped") else "asked"
+
+
 def _count_text(row, between: bool = False) -> str:
     """'k/n of the items asked' for right/wrong answers; a mean for scores in [0, 1] (some
-    score ``between`` 0 and 1, or a sum of scores that is not a whole number)."""
-    got, n = row.get("score_sum"), row.get("n_items")
+    score ``between`` 0 and 1, or a sum of scores that is not a whole number); "scored" for
+    "asked" when some asked got no score."""
+    got, n, word = row.get("score_sum"), row.get("n_items"), _scored_word(row)
     if got is not None and float(got).is_integer() and not between:
-        return f"{int(got)}/{n} of the items asked"
-    return f"the mean score over the {n} items asked"
+        return f"{int(got)}/{n} of the items {word}"
+    return f"the mean score over the {n} items {word}"

@@ -152,6 +152,8 @@ def _show_run(stores, run_id: str, html, as_json: bool) -> None:
 
     proto = protocol_name(info.get("protocol"), info.get("bank_ref"))
     shown = _estimates(steps[cols].astype(object), info["kind"] == "suite")
+    if not lb.get("ratings"):
+        shown["score"] = _scores(shown["score"], scale)
     if lb.get("ratings"):         # an ordinal bank's steps: each one's rating
         shown = shown.rename(columns={"score": "rating"})
     shown = _predicted(shown, info, store.steps(run_id), lb.get("scale"))
@@ -181,6 +183,18 @@ def _predicted(shown, info, steps, scale):
     return shown
 
 
+def _scores(scores, scale):
+    """The steps' scores as evaluate's lines and the HTML page print them: on a metric's own
+    ``scale`` by the one digits rule (BLEU 98.9, not 98.95), a score in [0, 1] to 2 decimals
+    once one lies between 0 and 1, right / wrong as 1 / 0."""
+    from ..scorelink.prediction import score_text
+
+    vals = [None if v is None or v != v else float(v) for v in scores]
+    between = any(v is not None and 0 < v < 1 for v in vals)
+    return [v if v is None else score_text(v, scale) if scale is not None else
+            f"{v:.2f}" if between else f"{v:g}" for v in vals]
+
+
 def _estimates(shown, suite: bool):
     """The steps' theta and SE as evaluate's lines and the HTML page print them; a suite
     run's are the predicted average and its SE, in percent."""
@@ -188,8 +202,8 @@ def _estimates(shown, suite: bool):
         return v if v is None or v != v else format(k * float(v), spec)
 
     k, spec = (100.0, ".1f") if suite else (1.0, ".3f")
-    for col in ("theta", "se"):
-        shown[col] = [fmt(v, k, spec) for v in shown[col]]
+    for col in ("theta", "se"):   # a suite's SE in points to 2 decimals, as its step lines
+        shown[col] = [fmt(v, k, ".2f" if suite and col == "se" else spec) for v in shown[col]]
     return shown.rename(columns={"theta": "average %", "se": "SE (points)"}) if suite else shown
 
 

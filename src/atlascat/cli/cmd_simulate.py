@@ -588,11 +588,15 @@ def simulate_suite_command(suite_arg, pairs, out, *, target_se, max_items, min_i
             done[0] = max(done[0], at)
 
         result = simulate_suite(suite, matrices, cfg, on_progress=step)
-    table = result.scores
+    from ..live.suite_session import percentile_columns
+
+    ref = BankRef.from_option(suite_arg, option="--suite", kinds=("suite",)).name
+    table = result.scores.assign(**percentile_columns(ref, suite, result.scores))
     out.mkdir(parents=True, exist_ok=True)
-    cols = ["subject_id", "n_items", "average", "average_lo", "average_hi"]
+    cols = ["subject_id", "n_items", "stop_reason", "average", "average_lo", "average_hi",
+            "average_percentile"]
     for n in suite.names:
-        cols += [n, f"{n}_lo", f"{n}_hi", f"{n}_items"]
+        cols += [n, f"{n}_lo", f"{n}_hi", f"{n}_items", f"{n}_percentile"]
     if published is not None:
         table = table.assign(published_average=published.reindex(
             table["subject_id"].astype(str)).to_numpy())

@@ -97,7 +97,8 @@ class PredictorLiveSession:
 
     def predicted(self, link=None) -> dict:
         """The prediction as every reader shows it ({score, lo, hi, percentile, flag,
-        warning, method, n_items, model_score, model_part, design_score}, 0-1); ``link``: the folder's
+        warning, method, n_items, se, model_score, model_part, design_score}, 0-1; ``se``: the
+        predicted score's SE, as ``person_scores.csv``'s); ``link``: the folder's
         score link, for the percentile among the source models."""
         from ..bankdir.predict import exhausted_warning
 
@@ -107,7 +108,7 @@ class PredictorLiveSession:
                 "percentile": float(link.percentile(p.score)) if link is not None else None,
                 "flag": "outside_source" if p.method == "design" else "",
                 "warning": exhausted_warning(*gone) if gone else p.warning,
-                "method": p.method, "n_items": p.n_items,
+                "method": p.method, "n_items": p.n_items, "se": p.se,
                 "model_score": p.model_score, "model_part": p.model_part,
                 "design_score": p.design_score,
                 "design": "benchmark predictor"}

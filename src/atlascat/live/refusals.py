@@ -115,6 +115,12 @@ def check_refusals(session, items: list, answers: list, count: RefusalCount) -> 
     return count
 
 
+#: the answer kept for an item a recorded subject has no answer to (a blank of its matrix),
+#: skipped by the adaptive test: a skipped step, counted in ``n_skipped`` as ``atlas
+#: simulate`` counts it
+NO_RECORDED_ANSWER = "no recorded answer (a blank of the matrix): skipped"
+
+
 def refused_summary(steps) -> tuple[int, str | None]:
     """(items refused, the first refusal's message) among a run's ``steps`` (a table with
     ``status`` and ``answer``)."""

@@ -416,11 +416,12 @@ def _on_scale(value, scale) -> str:
     return level(float(value), scale)
 
 
-def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[str, str]]:
+def _observed_rows(info, ordinal: bool, scale, continuous: bool,
+                   word: str = "asked") -> list[tuple[str, str]]:
     """The observed score and the items used: right / asked for right / wrong answers, the
     mean score for scores in [0, 1] (on the metric's own ``scale`` when it has one: the mean
     rating of ordinal items on one rating scale), each rating's share of its scale for
-    ordinal items on several."""
+    ordinal items on several; ``word`` "scored" where some items asked got no score."""
     n = int(info["n_items"])
     mean = info["score_sum"] / n if n else None
     if ordinal and not scale:   # ratings on several scales: each one's share of its own
@@ -428,12 +429,12 @@ def _observed_rows(info, ordinal: bool, scale, continuous: bool) -> list[tuple[s
                  "lowest))")
     elif scale:
         own = "mean rating" if ordinal else "mean score"
-        return [(f"observed {own} (over the items asked, on {_own_scale(ordinal)})",
+        return [(f"observed {own} (over the items {word}, on {_own_scale(ordinal)})",
                  _on_scale(mean, scale)), ("items used", f"{n}")]
     elif continuous:
-        label = "observed mean score (over the items asked)"
+        label = f"observed mean score (over the items {word})"
     else:
-        label = "observed accuracy (right / asked)"
+        label = f"observed accuracy (right / {word})"
     used = f"{n}" if ordinal or continuous else f"{n} ({float(info['score_sum']):.4g} correct)"
     return [(label, _fmt(mean, ".1%") if n else "-"), ("items used", used)]
 
@@ -586,17 +587,21 @@ def _step_texts(path, scale) -> dict | None:
 
 
 def _skipped_rows(steps) -> list:
-    from .refusals import refused_line, refused_summary
+    from .refusals import NO_RECORDED_ANSWER, refused_line, refused_summary
 
     n_refused, first = refused_summary(steps)
     skipped = int((steps["status"] == "skipped").sum())
-    k = skipped - n_refused   # null scores (a judge's), the refused aside
+    blank = int(((steps["status"] == "skipped") & (steps["answer"] == NO_RECORDED_ANSWER)).sum())
+    k = skipped - n_refused - blank   # null scores (a judge's), the refused and blanks aside
     asked = skipped + int((steps["status"] == "answered").sum())   # as RunResult.n_asked
     refused = refused_line(n_refused, first)
     rows = [("items asked", f"{asked} (scored and not)")] if skipped else []
     if k:
         rows.append(("left out", f"{k} item{'s' if k != 1 else ''} got no score (null), left "
                      "out unscored"))
+    if blank:
+        rows.append(("no recorded answer", f"{blank} item{'s' if blank != 1 else ''} (blanks "
+                     "of the matrix), skipped as a simulation skips them"))
     return rows + ([("refused", refused)] if refused else [])
 
 
@@ -631,6 +636,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
                                   or _folder_continuous(info.get("bank_ref")))
     tokens = steps["prompt_tokens"].notna().any()
     summary = _summary_rows(info, leaderboard, suite, continuous, ordinal)
+    word = "scored" if (steps["status"] == "skipped").any() else "asked"   # 22/31 scored
     warnings = _warnings(leaderboard, suite)
     kv = [
         ("model", subj.get("model")),
@@ -643,7 +649,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
          + (f" ({info['stop_reason']})" if info["stop_reason"] else "")),
         *_skipped_rows(steps),
         *summary[1:],  # the first is the page's headline
-        *_observed_rows(info, ordinal, own, continuous),
+        *_observed_rows(info, ordinal, own, continuous, word),
         *([("ratings", (leaderboard or {})["unseen_note"])]   # levels the items never had
           if (leaderboard or {}).get("unseen_note") else []),
         ("tokens (prompt / completion)", f"{info['prompt_tokens']} / {info['completion_tokens']}"
@@ -698,7 +704,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         toks = "" if rec["prompt_tokens"] is None else \
             f"{int(rec['prompt_tokens'])}/{int(rec['completion_tokens'] or 0)}"
         est_v = None if rec["theta"] is None else scale * rec["theta"]
-        se_v = None if rec["se"] is None else _fmt(scale * rec["se"], spec)
+        # a suite's SE in points to 2 decimals, as its step lines and "SE of the average"
+        se_v = None if rec["se"] is None else _fmt(scale * rec["se"],
+                                                         ".2f" if suite is not None else spec)
         if path is not None:  # the predictor: its predicted score after this answer
             est_v, se_v = said.get(int(rec["step"]), (None, "-")) if score is not None \
                 else (None, "-")
@@ -753,7 +761,7 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
             "Model-based mean score = the expected score over the bank's items at theta; "
             f"observed mean score = the mean over the {asked}." if continuous else
             "Model-based accuracy = mean probability correct over the bank's items at theta; "
-            f"observed accuracy = right / asked over the {asked}.")
+            f"observed accuracy = right / {word} over the {asked}.")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>ATLAS run {_e(run_id)} - {_e(info['model'])}</title><style>{_CSS}</style></head><body>"

@@ -48,7 +48,8 @@ from ..content.defaults import PROMPT_STYLE, PROMPT_STYLES, TEMPERATURE
 from ..content.items import build_prompt, item_record
 from .asking import (UNREADABLE_AFTER, as_score, ask_items, ask_loglikelihood, item_score,
                      outputs_from_text, readable, requests_hash, requests_render)
-from .refusals import RefusalCount, ask_each, check_refusals, is_refused, refused_summary
+from .refusals import (NO_RECORDED_ANSWER, RefusalCount, ask_each, check_refusals, is_refused,
+                       refused_summary)
 from .scorers import score_answer
 from .store import RunStore
 from .subjects import (Answer, SubjectError, has_requests, is_item_scored, is_loglikelihood,
@@ -433,12 +434,13 @@ def _check_batch_size(k) -> int:
     return k_int
 
 
-def _next_round(session, k: int, answerable=None) -> list:
+def _next_round(session, k: int, answerable=None, blanks: list | None = None) -> list:
     """The next k items (k = 1: the classic ``next_item``); [] when the test is over.
 
     ``answerable``: the items a recorded subject has answers for (None: any item). An adaptive
     test skips the others as they come up, as ``atlas simulate`` replays a matrix with gaps:
-    one at a time, picking again; in a round of k, taken out of the round."""
+    one at a time, picking again; in a round of k, taken out of the round. ``blanks``: the
+    items so skipped are appended to it (the run keeps them as skipped steps)."""
     while True:
         if k == 1:
             item = session.next_item()
@@ -453,8 +455,25 @@ def _next_round(session, k: int, answerable=None) -> list:
         for i in items:
             if i not in answerable:
                 session.skip(i)
+                if blanks is not None:
+                    blanks.append(i)
         if keep:
             return keep
+
+
+def _store_blanks(store, run_id: str, session, blanks: list, step: int) -> int:
+    """Keep ``blanks`` (items a recorded model has no answer to, skipped by the adaptive test)
+    as closed skipped steps from ``step`` on, with the session that skipped them; -> the next
+    step's number."""
+    steps = list(range(step, step + len(blanks)))
+    store.begin_round(run_id, [(s, i, "", "") for s, i in zip(steps, blanks)], round_no=step)
+    store.complete_round(run_id, [dict(step=s, item_id=i, score=None, prompt_hash="",
+                                       answer=Answer(text=NO_RECORDED_ANSWER, latency_s=0.0,
+                                                     attempts=0))
+                                  for s, i in zip(steps, blanks)],
+                         theta=float(session.theta), se=float(session.se),
+                         session=session.to_dict(), cache_key=None)
+    return step + len(blanks)
 
 
 def _record_round(session, items, scores) -> None:
@@ -535,11 +554,16 @@ def continue_run(store: RunStore, run_id: str, bank, subject, *, cache: bool = T
     try:
         opened = store.open_steps(run_id)
         answerable = answerable_items(subject, bank)
+        if answerable is not None and hasattr(session, "restrict_to"):
+            session.restrict_to(answerable)   # a suite knows its blanks up front, as simulate
         while True:
             if not opened and token_budget_stop(budget, spent, int(session.n_items), k):
                 stop_reason = "token_budget"
                 break
-            items = _next_round(session, k, answerable)
+            blanks: list = []
+            items = _next_round(session, k, answerable, blanks)
+            if blanks:   # a recorded model's blanks: skipped steps, as simulate counts them
+                next_step = _store_blanks(store, run_id, session, blanks, next_step)
             if not items:
                 break
             first = next_step

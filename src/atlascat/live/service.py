@@ -365,6 +365,7 @@ def predictor_prediction(ref: BankRef, state: dict) -> dict:
         if scale is not None:             # the metric's own scale (BLEU 0-100, a 1-10 rating)
             for key in ("score", "lo", "hi", "model_score", "model_part", "design_score"):
                 out[key] = scale[0] + (scale[1] - scale[0]) * float(out[key])
+            out["se"] = (scale[1] - scale[0]) * float(out["se"])   # an SE has no offset
         return out
     except AtlasError as exc:
         return {"note": f"the predictor's prediction failed ({exc})"}

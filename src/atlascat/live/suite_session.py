@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..scorelink.score_link import percentile_of
 
 __all__ = ["SuiteLiveSession", "composite_for", "load_live_suite", "suite_ref", "split_item",
-           "average_percentile", "SEP"]
+           "average_percentile", "percentile_columns", "SEP"]
 
 
 
@@ -133,6 +133,16 @@ class SuiteLiveSession:
     def record(self, item, score) -> None:
         self.record_many([item], [score])
 
+    def restrict_to(self, answerable) -> None:
+        """Never pick an item outside ``answerable`` (the item ids a recorded subject has
+        answers for), known before the first pick as ``atlas simulate --suite`` knows its
+        matrices' blanks: the same items and prediction as simulate with the same seed. Not in
+        the snapshot: the runner restricts a resumed run again."""
+        pool, names = self.inner.pool, self.suite.names
+        keep = np.array([f"{names[int(m)]}{SEP}{i}" in answerable
+                         for m, i in zip(pool.member, pool.item_ids)], bool)
+        self.inner.available[0] &= keep
+
     def skip(self, item) -> None:
         """Never pick ``item`` (a recorded subject has no answer to it, as a blank of
         ``atlas simulate --suite``'s matrices); kept in the snapshot."""
@@ -157,7 +167,7 @@ class SuiteLiveSession:
         return {"type": "suite", "suite": self.ref, "subject": self.subject,
                 "config": self.config.to_dict(),
                 "rounds": self.rounds, "skipped": self.skipped,
-                "rng": self.inner.rng.bit_generator.state,
+                "rng": self.inner.rngs[0].bit_generator.state,
                 "theta": self.theta, "se": self.se,
                 "stop_reason": self.stop_reason}
 
@@ -175,7 +185,7 @@ class SuiteLiveSession:
         for rnd in state.get("rounds", []):
             out.inner.update({split_item(i): float(s) for i, s in rnd})
             out.rounds.append([[str(i), int(s)] for i, s in rnd])
-        out.inner.rng.bit_generator.state = state["rng"]
+        out.inner.rngs[0].bit_generator.state = state["rng"]
         if state.get("theta") is not None:
             out.theta, out.se = float(state["theta"]), float(state["se"])
         return out
@@ -247,6 +257,18 @@ def member_warning(link, score: float, lo: float, hi: float, *,
         return (f"outside the link's calibration models (their scores "
                 f"{100 * low_high[0]:.0f}-{100 * low_high[1]:.0f}%)")
     return None
+
+
+def percentile_columns(ref: str, suite, table) -> dict:
+    """The percentiles of a suite replay's predictions (``table``: :func:`~atlascat.suite.
+    simulate_suite`'s scores, ``atlas simulate --suite``'s suite_scores.csv), as a live run's
+    result gives them: ``average_percentile`` among the leaderboard models' published
+    averages (:func:`average_percentile`), ``<member>_percentile`` through each member's link
+    (None where there is none)."""
+    out = {"average_percentile": [average_percentile(ref, float(v)) for v in table["average"]]}
+    for m in suite.members:
+        out[f"{m.name}_percentile"] = [_link_percentile(m.link, float(v)) for v in table[m.name]]
+    return out
 
 
 def _link_percentile(link, score: float) -> float | None:

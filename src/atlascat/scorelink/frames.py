@@ -120,7 +120,7 @@ def prediction_summary(words: dict, persons) -> tuple[dict, str]:
     predicted score over the models that have one) and ``width_mean`` (the 95% intervals' mean
     width). ``name``: the summary row's, "predicted leaderboard score, mean over models" for a
     shipped link's, "predicted <benchmark> score, ..." for a bank folder's, the rating metric's
-    for an ordinal bank's (" (%)" added where the scale is [0, 1], shown in percent)."""
+    for an ordinal bank's."""
     import pandas as pd
 
     score = pd.Series(np.asarray(persons["score"], dtype=float))
@@ -132,6 +132,5 @@ def prediction_summary(words: dict, persons) -> tuple[dict, str]:
                "score_mean": float(score.mean()), "width_mean": float(width.mean())}
     from .words import score_name
 
-    name = (f"predicted {words['metric']}{' (%)' if 'scale' not in words else ''}"
-            if words.get("ratings") else score_name(words))
+    name = f"predicted {words['metric']}" if words.get("ratings") else score_name(words)
     return figures, f"{name}, mean over models"

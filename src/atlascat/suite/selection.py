@@ -64,7 +64,8 @@ def pick_round(pool, S, d, slopes, info, available, k: int, rng, *, randomesque:
     """Pick up to ``k`` items per subject: (N, k) pool columns, -1 where none is left.
 
     ``available`` (N, G) bool (not asked, answer obtainable); ``bonus`` (N, G) added to the
-    value (e.g. to fill a member's minimum first)."""
+    value (e.g. to fill a member's minimum first). ``rng``: one Generator for all rows, or a
+    list of one per row (each row's randomesque draws from its own)."""
     S = np.array(S, float, copy=True)
     avail = np.array(available, bool, copy=True)
     n = S.shape[0]
@@ -82,7 +83,9 @@ def pick_round(pool, S, d, slopes, info, available, k: int, rng, *, randomesque:
         rr = min(r, v.shape[1])
         top = np.argpartition(-v, rr - 1, axis=1)[:, :rr]
         ok = np.isfinite(np.take_along_axis(v, top, 1))
-        choice = np.floor(rng.random(n) * np.maximum(ok.sum(1), 1)).astype(int)
+        u = (rng.random(n) if isinstance(rng, np.random.Generator)
+             else np.array([g.random() for g in rng], float))
+        choice = np.floor(u * np.maximum(ok.sum(1), 1)).astype(int)
         # the best `ok` entries come first after sorting the top r by value
         order = np.argsort(-np.take_along_axis(v, top, 1), axis=1)
         pick = np.take_along_axis(top, order, 1)[rows, choice]

@@ -64,7 +64,9 @@ class SuiteSession:
                           else np.asarray(available, bool).copy())
         self.done = np.zeros(n, bool)
         self.stop_reason = np.array([""] * n, dtype=object)
-        self.rng = np.random.default_rng([self.config.seed, 18])
+        #: one generator per subject, each seeded alike: a subject's picks are what it gets
+        #: tested alone (a live run of it), whoever else is in the replay
+        self.rngs = [np.random.default_rng([self.config.seed, 18]) for _ in range(n)]
         self._index = {(int(m), i): k for k, (m, i) in
                        enumerate(zip(self.pool.member, self.pool.item_ids))}
         z = normal_draws(self.config.draws, 2 * self.pool.n_members, self.config.seed)
@@ -166,7 +168,8 @@ class SuiteSession:
         # a member of weight 0 (a custom subset of the suite) gets none of them
         own = self._slopes[act] * (self.weights / self.weights.max())
         picks = pick_round(self.pool, self.cov[act], self._d[act], own, info,
-                           avail, k, self.rng, randomesque=cfg.randomesque,
+                           avail, k, [self.rngs[i] for i in np.flatnonzero(act)],
+                           randomesque=cfg.randomesque,
                            member_weight=cfg.member_weight, bonus=bonus)
         picks = np.where(room[:, :k], picks, -1)
         out[act, :k] = picks
