@@ -89,7 +89,7 @@ def group_standard_errors(values, weights, fit: dict, item_model, group_index, l
     ``th``, ``nodes``, ``group_means``, ``group_vars``) on the data it was fitted to;
     ``group_index`` each subject's group (0 = the reference), ``labels`` the groups';
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
-    from .groups import _group_log_weights
+    from .estep import grid_log_weights
 
     params, free, log_prior = binary_parts(fit["th"], item_model)
     nodes = np.asarray(fit["nodes"], dtype=float)
@@ -107,7 +107,8 @@ def group_standard_errors(values, weights, fit: dict, item_model, group_index, l
 
     def log_weights(p):
         mu, var = split(p)
-        return np.stack([_group_log_weights(nodes, m, v) for m, v in zip(mu, var)])
+        # N(m, v) at the nodes, normalized: the grid weights of the group's E-step
+        return np.stack([grid_log_weights(nodes - m, v) for m, v in zip(mu, var)])
 
     info = observed_information(
         binary_log_prob, params, free, category_indices(values), weights, nodes,
