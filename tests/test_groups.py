@@ -137,8 +137,8 @@ def test_bad_groups_are_one_line_errors(data, groups, match):
 
 def test_groups_refuse_what_they_cannot_take(data):
     x, g = data
-    with pytest.raises(ConfigError, match="se \\(--se\\) set with groups"):
-        calibrate(x, "2pl", groups=g, se=True)
+    with pytest.raises(ConfigError, match="dtype \\(--dtype\\) set with groups"):
+        calibrate(x, "2pl", groups=g, dtype="float32")
     with pytest.raises(ConfigError, match="reference group 'C' is not one of"):
         calibrate(x, "2pl", groups=g, reference_group="C")
     with pytest.raises(ConfigError, match="binary models"):
@@ -180,7 +180,7 @@ def test_atlas_calibrate_groups(tmp_path, capsys):
 @pytest.mark.parametrize("rows, args, match", [
     ("subject_id,group\nnobody,A\n", ["--model", "2pl"], "not in the responses"),
     (None, ["--model", "2pl", "--reference-group", "Z"], "reference group 'Z'"),
-    (None, ["--model", "2pl", "--se"], "se \\(--se\\) set with groups"),
+    (None, ["--model", "2pl", "--dtype", "float32"], "dtype \\(--dtype\\) set with groups"),
     (None, ["--model", "graded"], "--groups"),
 ])
 def test_atlas_calibrate_bad_groups_exit_2(tmp_path, capsys, rows, args, match):

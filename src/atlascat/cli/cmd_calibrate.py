@@ -372,8 +372,12 @@ def _report(res, rm, link: str) -> None:
     if res.groups is not None:
         for g in res.groups["groups"]:
             ref = " (reference)" if g["group"] == res.groups["reference"] else ""
+            se = "" if g.get("mean_se") is None else \
+                f" (SE {g['mean_se']:.3f}), SD {g['sd']:.3f} (SE {g['sd_se']:.3f}), variance " \
+                f"{g['var']:.3f} (SE {g['var_se']:.3f})"
             console.print(f"group {g['group']}{ref}: {g['n_subjects']:g} subjects, latent mean "
-                          f"{g['mean']:.3f}, SD {g['sd']:.3f}", markup=False, highlight=False)
+                          f"{g['mean']:.3f}" + (se or f", SD {g['sd']:.3f}"), markup=False,
+                          highlight=False)
     if res.linking:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "

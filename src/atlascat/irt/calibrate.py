@@ -333,7 +333,8 @@ class Calibrator:
         ``groups``: each subject's group (a mapping subject id -> group, or one label per
         subject in their order) for a multiple-group calibration (:mod:`atlascat.irt.groups`:
         shared items, the ``reference_group``'s trait N(0, 1), every other group's mean and SD
-        estimated; ``result_.groups``); binary models, joint calibration, no standard errors."""
+        estimated; ``result_.groups``); binary models, joint calibration (with ``se=True`` the
+        groups' means and variances get standard errors too, :mod:`atlascat.irt.groupse`)."""
         from .._blas import small_products
         from .._heap import retained_heap
 
@@ -436,6 +437,7 @@ class Calibrator:
 
             result = group_result(values, w, item_model, item_ids, model, group_set,
                                   self._em_settings(), start=self.start, counts=counts,
+                                  se=self.se, se_callback=se_callback,
                                   subject_ids=responses.subject_ids, dropped_items=dropped,
                                   filter_report=report, settings=settings)
         elif self.partition_size is None or values.shape[1] < 2 * int(self.partition_size):
@@ -514,12 +516,12 @@ class Calibrator:
             return None
         given = [name for name, on in (
             ("partition_size (--partition-size)", self.partition_size is not None),
-            ("se (--se)", self.se), ("dtype (--dtype)", self.dtype != "float64"),
+            ("dtype (--dtype)", self.dtype != "float64"),
             ("convergence (--convergence)", self.convergence != "params")) if on]
         if given:
             raise ConfigError(f"{', '.join(given)} set with groups: a multiple-group "
                               "calibration is joint, in float64, with mirt's rule on the "
-                              "parameters and no standard errors")
+                              "parameters")
         from .groups import group_mapping
 
         return group_mapping(groups, subject_ids)

@@ -25,7 +25,8 @@ The EM is the one-group EM (:mod:`atlascat.irt.em`) with one prior over the grid
   monotonicity safeguard; convergence is mirt's rule on the item parameters and the group
   means and log-variances.
 
-Binary models only (Rasch, 1PL-4PL); no standard errors of the group parameters.
+Binary models only (Rasch, 1PL-4PL); standard errors of the items and of the groups' means
+and variances: :mod:`atlascat.irt.groupse`.
 """
 from __future__ import annotations
 
@@ -337,10 +338,12 @@ def group_mapping(groups, subject_ids) -> dict:
 
 
 def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em_settings,
-                 *, start=None, counts=None, **result_fields):
+                 *, start=None, counts=None, se=False, se_callback=None, **result_fields):
     """A :class:`atlascat.irt.result.CalibrationResult` of :func:`fit_groups` (the bank on the
     reference group's N(0, 1) scale, the subjects' EAPs on it too, ``groups`` the groups'
-    means and SDs from :func:`group_summary`); ``result_fields``: its other fields."""
+    means and SDs from :func:`group_summary`); ``result_fields``: its other fields.
+    ``se``: with the standard errors (:mod:`atlascat.irt.groupse`) in ``se`` and each
+    group's ``mean_se``, ``var``, ``var_se``, ``sd_se`` in ``groups``."""
     from .itemmodel import to_bank
     from .result import CalibrationResult
 
@@ -349,12 +352,27 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
     bank = to_bank(item_ids, fit["th"], item_model, "1pl" if model == "rasch" else model,
                    fit["var"])
     sd0 = math.sqrt(fit["var"])
+    summary = group_summary(groups, fit, w)
+    ses = None
+    if se:
+        from .groupse import group_standard_errors
+
+        ses = group_standard_errors(values, w, fit, item_model, groups.index, groups.labels,
+                                    item_ids=item_ids, model=model, progress=se_callback)
+        table = ses.group_frame("standard")
+        for row, t in zip(summary["groups"], table.itertuples()):
+            row.update({"mean_se": _num(t.mean_se), "var": float(t.var),
+                        "var_se": _num(t.var_se), "sd_se": _num(t.sd_se)})
     return CalibrationResult(
         bank=bank, model=model, loglik=fit["loglik"], loglik_trace=fit["trace"],
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=0.0,
         theta=fit["theta"] / sd0, theta_se=fit["theta_se"] / sd0, latent_variance=fit["var"],
-        log_posterior=fit["log_posterior"], groups=group_summary(groups, fit, w),
-        **result_fields)
+        log_posterior=fit["log_posterior"], groups=summary, se=ses, **result_fields)
+
+
+def _num(v):
+    """A float for JSON, None for NaN (a fixed parameter's standard error)."""
+    return None if not math.isfinite(float(v)) else float(v)
 
 
 def read_groups(path, option: str = "--groups") -> dict:

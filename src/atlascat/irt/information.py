@@ -148,7 +148,8 @@ class ObservedInformation:
 def observed_information(log_prob, params, free, responses, weights, nodes, log_weights, *,
                          dlog_prob=None, log_prior=None, latent_log_weights=None,
                          latent_variance: float | None = None, step: float = 1e-4,
-                         batch_cells: float = 4e6, progress=None) -> ObservedInformation:
+                         batch_cells: float = 4e6, progress=None, groups=None,
+                         latent_params=None) -> ObservedInformation:
     """The observed information of the free item parameters (and the latent variance).
 
     Parameters
@@ -171,6 +172,12 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     batch_cells : perturbed E-steps run in batches of about this many (subject, node) cells
     progress : optional ``progress(done, total)``, called at the start (done 0) and after each
         batch with the number of the information's columns computed so far and of all of them
+    groups : optional (n_subjects,) group index 0..G-1 of a multiple-group fit: then
+        ``log_weights`` is (G, n_nodes), each subject's posterior under its group's prior
+    latent_params : several estimated latent parameters (a multiple-group fit's means and
+        variances, :mod:`atlascat.irt.groupse`): the vector, with
+        ``latent_log_weights(vector) -> (G, n_nodes)``; they are the last parameters,
+        ``index`` rows (-1, 0), (-1, 1), ...
     """
     params = np.asarray(params, dtype=float)
     free = np.asarray(free, dtype=bool)
@@ -187,14 +194,25 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
                           f"{n_cat} categories")
     dlog_prob = _numeric_dlog_prob(log_prob) if dlog_prob is None else _finite(dlog_prob, 0.0)
     idx = np.argwhere(free)
-    has_var = latent_log_weights is not None
-    n_free = len(idx) + int(has_var)
+    gidx = np.zeros(n, dtype=np.intp) if groups is None else np.asarray(groups, dtype=np.intp)
+    log_w = np.atleast_2d(log_w)
+    if latent_params is not None:
+        phi = np.asarray(latent_params, dtype=float).reshape(-1)
+        lat_w = lambda v: np.atleast_2d(latent_log_weights(v))     # noqa: E731
+    elif latent_log_weights is not None:
+        phi = np.array([float(latent_variance)])
+        lat_w = lambda v: np.atleast_2d(latent_log_weights(float(v[0])))  # noqa: E731
+    else:
+        phi, lat_w = np.zeros(0), None
+    n_lat = len(phi)
+    n_free = len(idx) + n_lat
     if n_free > MAX_PARAMETERS:
         raise ConfigError(f"standard errors of {n_free} parameters need a dense "
                           f"{n_free} x {n_free} information matrix; calibrate at most "
                           f"{MAX_PARAMETERS} free parameters with se=True (a subset of items)")
-    if has_var:
-        log_w = np.asarray(latent_log_weights(latent_variance), dtype=float)
+    if n_lat:
+        log_w = lat_w(phi)
+    n_grp = log_w.shape[0]
     if progress is not None:   # started: the perturbed models are built first
         progress(0, n_free)
     # one-hot responses (n, m * C): the E-step is two products with it
@@ -203,39 +221,47 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     onehot[rows, cols, y[rows, cols]] = 1.0
     Y = onehot.reshape(n, m * n_cat)
     Yw = Y * w[:, None]
+    Gw = np.zeros((n, n_grp))
+    Gw[np.arange(n), gidx] = w                            # each subject's weight in its group
     D0 = dlog_prob(params, nodes)                         # (m, K, Q, C)
 
     Q = len(nodes)
     L0 = Y @ lp0.transpose(0, 2, 1).reshape(m * n_cat, Q)          # (n, Q) node log-lik
-    S0 = L0 + log_w
+    S0 = L0 + log_w[gidx]
     shift = np.max(S0, axis=1, keepdims=True)    # perturbations move S by ~step: no overflow
     E0 = np.exp(S0 - shift)
     # D as (m, Q C, K) for the batched products of the score
     D0m = D0.transpose(0, 2, 3, 1).reshape(m, Q * n_cat, -1)
 
     def stats(buf):
-        """Unnormalized posteriors (n, B, Q) -> counts R (m, C, B, Q), node masses (B, Q)
-        and the item scores (B, m, K): two large products and a batched small one."""
+        """Unnormalized posteriors (n, B, Q) -> counts R (m, C, B, Q), the groups' node masses
+        (B, G, Q) and the item scores (B, m, K): two large products and a batched small one."""
         buf /= np.sum(buf, axis=2, keepdims=True)
         B = buf.shape[1]
         flat = buf.reshape(n, B * Q)
         R = (Yw.T @ flat).reshape(m, n_cat, B, Q)
-        N = (w @ flat).reshape(B, Q)
+        N = (Gw.T @ flat).reshape(n_grp, B, Q).transpose(1, 0, 2)
         R2 = R.transpose(0, 2, 3, 1).reshape(m, B, Q * n_cat)
         return R, N, np.matmul(R2, D0m).transpose(1, 0, 2)
 
-    def dlogw(var):
-        h = 1e-5 * (1.0 + abs(var))
-        return (latent_log_weights(var + h) - latent_log_weights(var - h)) / (2 * h)
+    def dlogd(v):
+        """d log pi_gq / d phi_l at ``v``: (n_lat, G, Q)."""
+        out = np.empty((n_lat,) + log_w.shape)
+        for l in range(n_lat):
+            h = 1e-5 * (1.0 + abs(v[l]))
+            e = np.zeros(n_lat)
+            e[l] = h
+            out[l] = (lat_w(v + e) - lat_w(v - e)) / (2 * h)
+        return out
 
-    lw_grad0 = dlogw(latent_variance) if has_var else None
+    lw_grad0 = dlogd(phi) if n_lat else None
     R0, N0, g0 = stats(E0[:, None, :].copy())
     grad = g0[0][free]
-    if has_var:
-        grad = np.append(grad, N0[0] @ lw_grad0)
+    if n_lat:
+        grad = np.append(grad, np.einsum("gq,lgq->l", N0[0], lw_grad0))
     # perturbed log-probabilities and derivatives, every item at once, per column and sign
     h_all = step * (1.0 + np.abs(np.where(np.isfinite(params), params, 0.0)))
-    hv = step * (1.0 + abs(latent_variance)) if has_var else None
+    hv = step * (1.0 + np.abs(phi))
     shifted = {}
     for k in np.unique(idx[:, 1]):
         for sgn in (1.0, -1.0):
@@ -243,30 +269,33 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
             p[:, k] += sgn * h_all[:, k]
             shifted[k, sgn] = (log_prob(p, nodes) - lp0, dlog_prob(p, nodes))
     jac = np.empty((n_free, n_free))
-    rows_all = [(int(j), int(k)) for j, k in idx] + ([(-1, 0)] if has_var else [])
+    rows_all = [(int(j), int(k)) for j, k in idx] + [(-1, l) for l in range(n_lat)]
     batch = max(1, int(batch_cells // max(1, n * Q)))
     for start in range(0, len(rows_all), batch):
         chunk = rows_all[start:start + batch]
         out = {}
         for sgn in (1.0, -1.0):
             buf = np.empty((n, len(chunk), Q))
+            lwg = []
             for b, (j, k) in enumerate(chunk):
-                if j < 0:    # the latent variance: new grid weights
-                    lw = latent_log_weights(latent_variance + sgn * hv)
-                    buf[:, b, :] = np.exp(L0 + lw - shift)
+                if j < 0:    # a latent parameter: new grid weights
+                    v = phi.copy()
+                    v[k] += sgn * hv[k]
+                    buf[:, b, :] = np.exp(L0 + lat_w(v)[gidx] - shift)
+                    lwg.append(dlogd(v))
                 else:        # item j: its column of the node log-likelihood changes
                     buf[:, b, :] = E0 * np.exp(onehot[:, j, :] @ shifted[k, sgn][0][j].T)
+                    lwg.append(lw_grad0)
             R, N, g = stats(buf)
             for b, (j, k) in enumerate(chunk):
                 if j >= 0:   # the perturbed item's own derivatives
                     g[b, j] = np.einsum("cq,kqc->k", R[j, :, b, :], shifted[k, sgn][1][j])
             vec = g[:, free]
-            if has_var:
-                lwg = np.stack([lw_grad0 if j >= 0 else dlogw(latent_variance + sgn * hv)
-                                for j, _ in chunk])
-                vec = np.concatenate([vec, np.einsum("bq,bq->b", N, lwg)[:, None]], axis=1)
+            if n_lat:
+                vec = np.concatenate([vec, np.einsum("bgq,blgq->bl", N, np.stack(lwg))],
+                                     axis=1)
             out[sgn] = vec
-        hs = np.array([h_all[j, k] if j >= 0 else hv for j, k in chunk])
+        hs = np.array([h_all[j, k] if j >= 0 else hv[k] for j, k in chunk])
         jac[:, start:start + len(chunk)] = ((out[1.0] - out[-1.0]) / (2.0 * hs[:, None])).T
         if progress is not None:
             progress(start + len(chunk), len(rows_all))

@@ -27,7 +27,8 @@ from ..errors import ConfigError, warn_user
 from .information import (BINARY_NAMES, ObservedInformation, binary_dlog_prob,
                           binary_log_prob, category_indices, observed_information)
 
-__all__ = ["StandardErrors", "binary_standard_errors", "ordinal_standard_errors", "FORMATS"]
+__all__ = ["StandardErrors", "binary_standard_errors", "binary_parts", "ordinal_standard_errors",
+           "FORMATS"]
 
 FORMATS = ("mirt", "ours")
 _OURS = ("a", "b", "c", "u")
@@ -173,7 +174,24 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from .estep import grid_log_weights
 
-    a, d, _, _ = item_model.natural(np.asarray(th, dtype=float))
+    params, free, log_prior = binary_parts(th, item_model)
+    has_prior = log_prior is not None
+    rasch = item_model.model == "rasch"
+    info = observed_information(
+        binary_log_prob, params, free, category_indices(values), weights, nodes, log_weights,
+        dlog_prob=binary_dlog_prob, log_prior=log_prior,
+        latent_log_weights=(lambda v: grid_log_weights(nodes, v)) if rasch else None,
+        latent_variance=float(latent_variance) if rasch else None, progress=progress)
+    return StandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
+                          float(latent_variance) if rasch else None, has_prior)
+
+
+def binary_parts(th, item_model):
+    """(params, free, log_prior) of a binary fit's internal parameters ``th``: mirt's
+    ``a1, d, logit g, logit u`` per item, which of them were estimated, and the items' log
+    prior as a function of those (None without priors)."""
+    th = np.asarray(th, dtype=float)
+    a, d, _, _ = item_model.natural(th)
     m = len(d)
     params = np.column_stack([
         a, d,
@@ -181,8 +199,8 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
         th[:, 3] if item_model.has_u else np.full(m, np.inf)])
     free = np.zeros((m, 4), dtype=bool)
     free[:, item_model.free] = True
-    has_prior = any(p is not None for p in (item_model.prior_a, item_model.prior_c,
-                                            item_model.prior_u))
+    if all(p is None for p in (item_model.prior_a, item_model.prior_c, item_model.prior_u)):
+        return params, free, None
 
     def log_prior(p):
         t = p.copy()
@@ -190,15 +208,7 @@ def binary_standard_errors(values, weights, th, item_model, latent_variance: flo
             with np.errstate(invalid="ignore", divide="ignore"):
                 t[:, 0] = np.log(p[:, 0])
         return item_model.log_prior(np.where(np.isfinite(t), t, 0.0), np)
-
-    rasch = item_model.model == "rasch"
-    info = observed_information(
-        binary_log_prob, params, free, category_indices(values), weights, nodes, log_weights,
-        dlog_prob=binary_dlog_prob, log_prior=log_prior if has_prior else None,
-        latent_log_weights=(lambda v: grid_log_weights(nodes, v)) if rasch else None,
-        latent_variance=float(latent_variance) if rasch else None, progress=progress)
-    return StandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
-                          float(latent_variance) if rasch else None, has_prior)
+    return params, free, log_prior
 
 
 def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, log_weights,
