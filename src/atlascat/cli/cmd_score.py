@@ -15,7 +15,7 @@ METHODS = ("eap", "wle", "map", "ml")
 
 _QUADPTS = typer.Option(QUADPTS, "--quadpts",
     help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (a "
-         "multidimensional bank: per dimension; default mirt's fscores: 61 for 2, 31 for 3).")
+         "multidimensional bank: per dimension, unless set mirt's fscores' 61 for 2, 31 for 3).")
 _CALIBRATION = typer.Option(None, "--calibration",
     help="Full responses of calibration models (file or bundled name): estimate the gp-IRT "
          "lambda from them (instead of --lambda).")
