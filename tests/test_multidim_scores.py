@@ -124,6 +124,10 @@ def test_library_refusals(bank, full):
         score_multidim(full * 0.5, bank)
     with pytest.raises(ResponseDataError, match="12 items"):
         score_multidim(np.zeros((3, 5)), bank)
+    big = MultidimBank(["a", "b"], np.ones((2, 10)), [0, 0])
+    with pytest.raises(ConfigError, match="use method='map'"):
+        score_multidim(np.ones((1, 2)), big)
+    assert score_multidim(np.ones((1, 2)), big, "map").theta.shape == (1, 10)
 
 
 def test_cli_score_writes_theta_and_se_per_dimension(tmp_path, capsys):

@@ -37,6 +37,8 @@ from .defaults import THETA_RANGE
 __all__ = ["MultidimScores", "score_multidim", "fscores_quadpts", "METHODS"]
 
 METHODS = ("eap", "map")
+#: largest EAP grid (nodes): 5 points per dimension up to K = 9
+MAX_NODES = 2_000_000
 #: largest number of grid values (subjects x nodes) held at once by the EAP
 _BLOCK_CELLS = 2_000_000
 
@@ -99,6 +101,9 @@ def score_multidim(responses, bank, method: str = "eap", *, quadpts: int | None 
                                 "scores first (ResponseMatrix.binarize)")
     if method == "eap":
         q = fscores_quadpts(bank.n_dims) if quadpts is None else _check_quadpts(quadpts)
+        if q ** bank.n_dims > MAX_NODES:
+            raise ConfigError(f"an EAP grid of {q}^{bank.n_dims} nodes is over {MAX_NODES:,}; "
+                              "use method='map' or fewer quadpts")
         theta, cov = _eap(y, obs, bank, q, theta_range)
     else:
         q = None
