@@ -17,8 +17,9 @@ SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers on
 def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_a: str,
                        mirt_defaults: bool, quadpts, max_iter: int, tol: float, rotate: str,
                        summary, name, freq_column, normalize_ids: bool, drop_empty: bool,
-                       seed, quiet: bool, unsupported: dict) -> None:
-    """Fit, write the bank (a1..aK, d) and the --summary JSON, print the fit and mirt's rotated
+                       seed, quiet: bool, unsupported: dict, scores=None) -> None:
+    """Fit, write the bank (a1..aK, d), the --summary JSON and the --scores CSV (EAP theta_1..
+    theta_K and se_1..se_K on the bank's varimax axes), print the fit and mirt's rotated
     summary. ``unsupported``: the options given that a K-dimensional fit has no use for."""
     from ..errors import ConfigError, ResponseDataError
     from ..irt.multidimcal import PRIOR_D_SD
@@ -52,8 +53,19 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
         info = {**res.to_dict(rotate), "responses": str(responses), "output": str(output),
                 **({"benchmark": name} if name else {})}
         summary.write_text(json.dumps(json_safe(info), indent=2))
+    if scores is not None:
+        _write_scores(res.bank, rm, scores)
     _report(res, rm, rotate, str(output))
-    console.print(wrote_line(output, summary))
+    console.print(wrote_line(output, summary, scores))
+
+
+def _write_scores(bank, rm, path: Path) -> None:
+    """The subjects' EAP scores on the fitted bank (mirt's fscores(mod, rotate = "none") with
+    full.scores.SE = TRUE, on the bank's axes): subject_id, theta_k, se_k, n_items."""
+    from ..irt.multidimscore import score_multidim
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    score_multidim(rm, bank, "eap").to_frame().to_csv(path, index=False, float_format="%.10g")
 
 
 def prior_a_sd(spec: str):

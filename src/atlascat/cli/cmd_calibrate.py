@@ -222,12 +222,12 @@ def _calibrate_dims(opts: dict) -> None:
         mirt_defaults=o["mirt_defaults"], quadpts=None if o["quadpts"] == QUADPTS else o["quadpts"],
         max_iter=o["max_iter"], tol=o["tol"], rotate=o["rotate"], summary=o["summary"],
         name=o["name"], freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
-        drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], unsupported={
-            "--rating-range": o["rating_range"] is not None, "--se": o["se"],
-            "--scores": o["scores"] is not None, "--format mirt": o["fmt"] != "ours",
-            **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
-                           o["filter_"], None, o["convergence"], o["dtype"], o["device"],
-                           o["groups"], o["reference_group"])})
+        drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], scores=o["scores"],
+        unsupported={"--rating-range": o["rating_range"] is not None, "--se": o["se"],
+                     "--format mirt": o["fmt"] != "ours",
+                     **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
+                                    o["filter_"], None, o["convergence"], o["dtype"],
+                                    o["device"], o["groups"], o["reference_group"])})
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,19 @@ from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, er
 
 METHODS = ("eap", "wle", "map", "ml")
 
+_QUADPTS = typer.Option(SCORE_QUADPTS, "--quadpts",
+    help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (a "
+         "multidimensional bank: per dimension, unless set mirt's fscores' 61 for 2, 31 for 3).")
+_CALIBRATION = typer.Option(None, "--calibration",
+    help="Full responses of calibration models (file or bundled name): estimate the gp-IRT "
+         "lambda from them (instead of --lambda).")
+_DEVICE = typer.Option("cpu", "--device",
+    help="Where the scores are computed (every method): cpu (NumPy) | cuda (GPU through "
+         "PyTorch or CuPy, the package's 'gpu' extra).")
+_ROTATE = typer.Option("none", "--rotate", metavar="none|oblimin|geomin|varimax",
+    help="A multidimensional bank: the axes of theta_1..theta_K: none (the bank's a1..aK, "
+         "prior N(0, I)) or mirt's summary rotation (oblimin: mirt's fscores default).")
+
 
 def _form_prior(method: str, prior_sd: float):
     """The prior SD of ``method``'s estimate (None: ML / WLE, no prior)."""
@@ -70,26 +83,19 @@ def score_command(
                                        help="Strip R's 'X' prefix from item ids (X514 -> 514)."),
     prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
     prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD (> 0)."),
-    quadpts: int = typer.Option(SCORE_QUADPTS, "--quadpts",
-                                help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, "
-                                     f"{THETA_RANGE[1]:g}]."),
+    quadpts: int = _QUADPTS,
     reconstruct: str = typer.Option("none", "--reconstruct",
                                     help="none, pirt or gpirt: add the reconstructed mean score."),
     lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
-    calibration: str = typer.Option(None, "--calibration",
-                                    help="Full responses of calibration models (file or "
-                                         "bundled name): estimate the gp-IRT lambda from them "
-                                         "(instead of --lambda)."),
+    calibration: str = _CALIBRATION,
     extra_items: str = typer.Option("ignore", "--extra-items",
                                     help="ignore (with a note) or error: response items "
                                          "missing from the bank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the gp-IRT lambda estimate."),
     form: Path = typer.Option(None, "--form", help="The form the answers are to (atlas design "
                               "-o on the folder --bank): its factors widen the SE and interval."),
-    device: str = typer.Option("cpu", "--device",
-                               help="Where the scores are computed (every method): cpu "
-                                    "(NumPy) | cuda (GPU through PyTorch or CuPy, the "
-                                    "package's 'gpu' extra)."),
+    device: str = _DEVICE,
+    rotate: str = _ROTATE,
     quiet: bool = quiet_option(),
 ):
     """Score every subject: theta, SE, items answered, observed and reconstructed mean score.
@@ -107,22 +113,12 @@ def score_command(
     interval; a share of each item's scale when the items' scales differ).
     """
     from ..catalogue import BankRef
-    from ..irt.polybank import is_poly_bank_file
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
     output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
                                          "--calibration": calibration, "--form": form})
-    if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
-        from ._calibrate_ordinal import score_ordinal_cmd
-
-        return score_ordinal_cmd(responses, bank, method.lower(), output,
-                                 freq_column=freq_column, prior_mean=prior_mean,
-                                 prior_sd=prior_sd, quadpts=quadpts, extra_items=extra_items,
-                                 normalize_ids=normalize_ids,
-                                 binary_only={"--reconstruct": reconstruct != "none",
-                                              "--device": device != "cpu", "--form": bool(form),
-                                              "--calibration": calibration is not None,
-                                              "--lambda": lam is not None})
+    if _other_bank(locals()):   # ordinal or multidimensional: scored there
+        return
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
@@ -142,6 +138,42 @@ def score_command(
 
 def register(app: typer.Typer) -> None:
     app.command("score")(score_command)
+
+
+def _other_bank(o: dict) -> bool:
+    """Score on an ordinal bank (graded / gpcm: ratings on the items' own scales) or a
+    multidimensional 2PL bank (a1, a2, ..., d columns) and say True; False for any other bank
+    (``o``: score_command's options). The options they have no use for are refused."""
+    from ..errors import ConfigError
+    from ..irt.polybank import is_poly_bank_file
+
+    binary_only = {"--reconstruct": o["reconstruct"] != "none", "--device": o["device"] != "cpu",
+                   "--form": bool(o["form"]), "--calibration": o["calibration"] is not None,
+                   "--lambda": o["lam"] is not None}
+    if is_poly_bank_file(o["bank"]):
+        from ._calibrate_ordinal import score_ordinal_cmd
+
+        if o["rotate"] != "none":
+            raise ConfigError("--rotate: multidimensional banks (a1, a2, ..., d) only")
+        score_ordinal_cmd(o["responses"], o["bank"], o["method"].lower(), o["output"],
+                          freq_column=o["freq_column"], prior_mean=o["prior_mean"],
+                          prior_sd=o["prior_sd"], quadpts=o["quadpts"],
+                          extra_items=o["extra_items"], normalize_ids=o["normalize_ids"],
+                          binary_only=binary_only)
+        return True
+    from ._score_dims import is_multidim_bank, score_dims_cmd
+
+    if not is_multidim_bank(o["bank"]):
+        if o["rotate"] != "none":
+            raise ConfigError("--rotate: multidimensional banks (a1, a2, ..., d) only")
+        return False
+    score_dims_cmd(o["responses"], o["bank"], o["method"].lower(), o["output"],
+                   freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
+                   quadpts=None if o["quadpts"] == SCORE_QUADPTS else o["quadpts"],
+                   rotate=o["rotate"], extra_items=o["extra_items"], unsupported={
+                       **binary_only, "--prior-mean": o["prior_mean"] != 0.0,
+                       "--prior-sd": o["prior_sd"] != 1.0, "--seed": o["seed"] != 0})
+    return True
 
 
 def _dropped(ref) -> set:

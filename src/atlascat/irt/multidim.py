@@ -111,6 +111,9 @@ class MultidimBank:
     def __len__(self) -> int:
         return len(self.item_ids)
 
+    def __contains__(self, item_id) -> bool:
+        return str(item_id) in self._index
+
     def __repr__(self) -> str:
         return f"MultidimBank(n_items={len(self)}, n_dims={self.n_dims})"
 
