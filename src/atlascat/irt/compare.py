@@ -152,7 +152,8 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
 
 def _has_priors(result) -> bool:
     """Whether ``result`` was fitted with a prior on any item parameter (a posterior mode)."""
-    return any((result.settings or {}).get(k) for k in ("prior_a", "prior_c", "prior_u"))
+    return any((result.settings or {}).get(k)
+               for k in ("prior_a", "prior_c", "prior_u", "prior_d"))   # prior_d: multidimcal
 
 
 def _log_posterior(result) -> float:

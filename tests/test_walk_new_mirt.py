@@ -1,0 +1,112 @@
+"""A demanding R mirt user's walk of the three new features: oblique rotation (``atlas info
+--rotate``), multiple-group calibration (``atlas calibrate --groups``) and the
+multidimensional 2PL from the command line (``atlas calibrate --dims``, ``atlas anova --dims``):
+how they compose with the other commands, bad input, and what they say."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.errors import BankError, ConfigError
+from atlascat.irt.multidim import MultidimBank, simulate_responses
+from cli_checks import one_line_error, run_cli
+
+DATA = Path(__file__).parent / "data"
+GROUPS_DATA = DATA / "mirt_groups"
+RESPONSES = str(GROUPS_DATA / "responses.csv")
+GROUPS = str(GROUPS_DATA / "groups.csv")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """300 subjects x 6 items, two factors: (the responses CSV, a 2-D bank file, a 3-item CSV)."""
+    rng = np.random.default_rng(11)
+    A = np.zeros((6, 2))
+    A[:3, 0], A[3:, 1] = rng.uniform(1.2, 2, 3), rng.uniform(1.2, 2, 3)
+    bank = MultidimBank([f"i{j}" for j in range(6)], A, np.linspace(-1, 1, 6))
+    y = simulate_responses(bank, rng.standard_normal((300, 2)), rng).astype(int)
+    folder = tmp_path_factory.mktemp("walk")
+    frame = pd.DataFrame(y, index=[f"s{i}" for i in range(300)],
+                         columns=bank.item_ids).rename_axis("subject")
+    frame.to_csv(folder / "small.csv")
+    frame.iloc[:, :3].to_csv(folder / "three.csv")
+    bank.write(folder / "mbank.csv")
+    return folder
+
+
+# -- a multidimensional bank is not read as a one-dimensional one -------------------------------
+
+def test_a_multidimensional_bank_is_not_read_as_a_one_dimensional_one(small):
+    from atlascat.irt.bank import ItemBank
+
+    with pytest.raises(BankError, match="multidimensional 2PL bank"):
+        ItemBank.read(small / "mbank.csv")     # a1 read as the slope, a2 dropped: was silent
+
+
+@pytest.mark.parametrize("argv", [
+    ["items", "--bank", "{bank}"],
+    ["fit", "--bank", "{bank}", "{data}"],
+    ["link", "{bank}", "{bank}", "-o", "{out}/linked.csv"],
+])
+def test_commands_of_one_dimensional_banks_refuse_a_multidimensional_one(small, capsys, argv,
+                                                                        tmp_path):
+    args = [a.format(bank=small / "mbank.csv", data=small / "small.csv", out=tmp_path)
+            for a in argv]
+    one_line_error(capsys, args, "multidimensional 2PL bank")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- --dims on too few items: mirt's "too few degrees of freedom" -------------------------------
+
+def test_dims_on_three_items_is_refused_as_mirt_does(small, capsys, tmp_path):
+    # 3 items, K = 2: 8 parameters, 7 degrees of freedom; it ran 1000 EM iterations and wrote a
+    # bank that never converged
+    one_line_error(capsys, ["calibrate", small / "three.csv", "--dims", "2", "-o",
+                            tmp_path / "b.csv"], "degrees of freedom", "8 parameters")
+    assert list(tmp_path.iterdir()) == []
+    one_line_error(capsys, ["anova", small / "three.csv", "--model", "2pl", "--dims", "1",
+                            "--dims", "2"], "degrees of freedom")
+
+
+def test_dims_on_four_items_is_identified():
+    from atlascat.irt.multidimcal import _check_degrees_of_freedom
+
+    _check_degrees_of_freedom(4, 2)            # 11 parameters, 15 degrees of freedom
+    with pytest.raises(ConfigError, match="7 degrees of freedom"):
+        _check_degrees_of_freedom(3, 2)        # 8 parameters
+
+
+# -- --summary: the same fields, the same definitions -------------------------------------------
+
+def test_dims_summary_log_posterior_is_the_log_likelihood_without_priors(small, tmp_path):
+    summ = tmp_path / "s.json"
+    assert run_cli(["calibrate", small / "small.csv", "--dims", "2", "--mirt-defaults", "-q",
+                    "-o", tmp_path / "b.csv", "--summary", summ]) == 0
+    s = json.loads(summ.read_text())
+    one = tmp_path / "one.json"
+    assert run_cli(["calibrate", small / "small.csv", "--model", "2pl", "--mirt-defaults",
+                    "-q", "-o", tmp_path / "b1.csv", "--summary", one]) == 0
+    s1 = json.loads(one.read_text())
+    # the 1-D fit without priors keeps log_posterior = loglik; the K-D one wrote null
+    assert s1["log_posterior"] == s1["loglik"]
+    assert s["log_posterior"] == s["loglik"]
+    shared = {"model", "n_items", "n_subjects", "loglik", "log_posterior", "n_iter",
+              "converged", "seconds", "n_parameters", "n_observations", "aic", "bic", "sabic",
+              "hq"}
+    assert shared <= set(s) and shared <= set(s1)
+
+
+def test_anova_of_a_fit_with_an_intercept_prior_only_is_a_posterior_mode(small):
+    from atlascat.irt.calibrate import calibrate
+    from atlascat.irt.compare import anova
+    from atlascat.irt.multidimcal import calibrate_multidim
+
+    data = pd.read_csv(small / "small.csv", index_col=0)
+    two = calibrate_multidim(data, 2, prior_a_sd=None, max_iter=200)   # d ~ N(0, 5^2)
+    one = calibrate(data, model="2pl", prior_a=None, prior_c=None, prior_u=None)
+    table = anova(one, two)
+    assert "logPost" in table.columns and "X2" not in table.columns   # was an LR test
