@@ -110,3 +110,47 @@ def test_anova_of_a_fit_with_an_intercept_prior_only_is_a_posterior_mode(small):
     one = calibrate(data, model="2pl", prior_a=None, prior_c=None, prior_u=None)
     table = anova(one, two)
     assert "logPost" in table.columns and "X2" not in table.columns   # was an LR test
+
+
+# -- atlas anova --groups: mirt's anova(stacked, grouped) ----------------------------------------
+
+def test_anova_compares_the_stacked_and_the_grouped_fit_as_mirt(tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    assert run_cli(["anova", RESPONSES, "--model", "2pl", "--groups", GROUPS, "-o", out]) == 0
+    table = pd.read_csv(out, index_col=0)
+    assert list(table.index) == ["2pl", "2pl-groups"]
+    mirt = pd.read_csv(GROUPS_DATA / "2pl_fit.csv")["loglik"].iloc[0]   # multipleGroup, 1.45.1
+    assert table.loc["2pl-groups", "logLik"] == pytest.approx(mirt, abs=5e-3)   # TOL 1e-6
+    assert table.loc["2pl-groups", "df"] == 2                  # group B's mean and variance
+    x2 = 2 * (table.loc["2pl-groups", "logLik"] - table.loc["2pl", "logLik"])
+    assert table.loc["2pl-groups", "X2"] == pytest.approx(x2)
+    # the grouped bank of atlas calibrate --groups: the same log-likelihood and criteria
+    summ = tmp_path / "s.json"
+    assert run_cli(["calibrate", RESPONSES, "--groups", GROUPS, "--model", "2pl",
+                    "--mirt-defaults", "-q", "-o", tmp_path / "b.csv", "--summary", summ]) == 0
+    s = json.loads(summ.read_text())
+    assert s["loglik"] == pytest.approx(table.loc["2pl-groups", "logLik"], abs=1e-4)
+    assert s["aic"] == pytest.approx(table.loc["2pl-groups", "AIC"], abs=1e-3)
+
+
+def test_anova_groups_refusals(capsys, tmp_path):
+    one_line_error(capsys, ["anova", RESPONSES, "--model", "2pl", "--dims", "2", "--groups",
+                            GROUPS], "--groups", "--dims")
+    one_line_error(capsys, ["anova", RESPONSES, "--model", "2pl", "--reference-group", "A"],
+                   "--reference-group needs --groups")
+    one_line_error(capsys, ["anova", RESPONSES, "--model", "2pl", "--groups",
+                            tmp_path / "none.csv"], "--groups: no such file")
+
+
+def test_a_grouped_fit_is_not_nested_in_a_one_group_fit():
+    from atlascat.irt.calibrate import calibrate
+    from atlascat.irt.compare import anova, nested_fits
+
+    data = pd.read_csv(RESPONSES, index_col=0)
+    labels = pd.read_csv(GROUPS, index_col=0)["group"].to_dict()
+    rasch_groups = calibrate(data, model="rasch", groups=labels)
+    two = calibrate(data, model="2pl", prior_a=None)
+    # 23 parameters against 40: the Rasch fit's group means and variances are not the 2PL's
+    assert not nested_fits(rasch_groups, two)
+    with pytest.raises(ConfigError, match="not nested"):
+        anova(rasch_groups, two)
