@@ -154,3 +154,40 @@ def test_a_grouped_fit_is_not_nested_in_a_one_group_fit():
     assert not nested_fits(rasch_groups, two)
     with pytest.raises(ConfigError, match="not nested"):
         anova(rasch_groups, two)
+
+
+# -- the dimensionality warning names the commands that fit a second trait -----------------------
+
+def _two_traits_csv(path, ordinal=False):
+    rng = np.random.default_rng(5)
+    th = rng.standard_normal((300, 2)) @ np.linalg.cholesky([[1, 0.3], [0.3, 1]]).T
+    a, b = np.exp(rng.normal(0, 0.5, 40)), rng.normal(0, 1, 40)
+    prob = 1 / (1 + np.exp(-a * (th[:, (np.arange(40) >= 20).astype(int)] - b)))
+    y = np.clip(np.floor(prob * 4 + rng.random(prob.shape)), 0, 4) if ordinal else \
+        (rng.random(prob.shape) < prob).astype(int)
+    pd.DataFrame(y, index=[f"m{i}" for i in range(300)],
+                 columns=[f"q{j}" for j in range(40)]).to_csv(path)
+    return str(path)
+
+
+def test_the_second_trait_warning_names_calibrate_dims_and_anova_dims(tmp_path, capsys):
+    data = _two_traits_csv(tmp_path / "r.csv")
+    assert run_cli(["calibrate", data, "-o", tmp_path / "b.csv", "-q"]) == 0
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if "measure two things" in ln)
+    assert f"atlas calibrate {data} --dims 2 -o mbank.csv" in line
+    assert f"atlas anova {data} --model 2pl --dims 1 --dims 2" in line
+    # ratings: the multidimensional 2PL takes 0/1 answers only, so no such advice
+    ratings = _two_traits_csv(tmp_path / "g.csv", ordinal=True)
+    assert run_cli(["calibrate", ratings, "--model", "graded", "-o", tmp_path / "g_b.csv",
+                    "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "measure two things" in err and "--dims 2" not in err
+
+
+def test_build_bank_names_the_two_trait_fit_for_a_matrix(tmp_path, capsys):
+    data = _two_traits_csv(tmp_path / "r.csv")
+    assert run_cli(["build-bank", data, "-o", tmp_path / "bank", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("the items measure two things") == 1
+    assert f"atlas calibrate {data} --dims 2" in err

@@ -156,6 +156,18 @@ def cli_advice(exc) -> str:
     return ""
 
 
+def dimension_advice(message: str, responses=None) -> str:
+    """A dimensionality warning (:class:`atlascat.irt.dimensionality.DimensionalityWarning`)
+    with, for a second trait, the commands that fit it and compare it with one (0/1 answers:
+    the multidimensional 2PL); other messages as they are. ``responses``: the data's path as
+    the user gave it (else RESPONSES)."""
+    if not str(message).startswith("the items measure two things"):
+        return str(message)
+    data = responses or "RESPONSES"
+    return (f"{message}; or fit the two traits, atlas calibrate {data} --dims 2 -o mbank.csv, "
+            f"and test them against one, atlas anova {data} --model 2pl --dims 1 --dims 2")
+
+
 def _live_run_store(path):
     """The run store (``runs.sqlite``) in ``path``, as ``atlas evaluate -o DIR`` writes it,
     else None."""

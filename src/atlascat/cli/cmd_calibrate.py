@@ -190,7 +190,7 @@ def calibrate_command(
         _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt,
                        **({"benchmark": name} if name else {}))
     _write_scores(res, scores)
-    _report(res, rm, link)
+    _report(res, rm, link, responses)
     console.print(wrote_line(output, summary, scores))
 
 
@@ -337,10 +337,14 @@ def _write_scores(res, path: Optional[Path]) -> None:
     df.to_csv(path, index=False, float_format="%.10g")
 
 
-def _report(res, rm, link: str) -> None:
+def _report(res, rm, link: str, responses=None) -> None:
     """The fit in a few lines: items, subjects, log-likelihood, iterations, the model chosen
-    and why, the identification warnings, filtering, a Rasch fit's scale, the partitions."""
+    and why, the identification and dimensionality warnings (a second trait of 0/1 answers:
+    the commands that fit it, ``responses`` the data's path), filtering, a Rasch fit's scale,
+    the partitions."""
     import numpy as np
+
+    from ._common import dimension_advice
 
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
     console.print(
@@ -355,8 +359,9 @@ def _report(res, rm, link: str) -> None:
     if chosen:
         console.print(f"model {model_name(chosen['model'])} ({chosen['source']}): "
                       f"{chosen['reason']}{_mirt_hint(chosen)}", markup=False, highlight=False)
+        binary = (res.settings or {}).get("scores") != "continuous"   # --dims: 0/1 answers
         for msg in chosen.get("warnings", []):
-            warn(msg)
+            warn(dimension_advice(msg, responses) if binary else msg)
     if res.filter_report is not None:
         rep = res.filter_report
         console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
