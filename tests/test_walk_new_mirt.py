@@ -191,3 +191,44 @@ def test_build_bank_names_the_two_trait_fit_for_a_matrix(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("the items measure two things") == 1
     assert f"atlas calibrate {data} --dims 2" in err
+
+
+# -- groups given for every subject, one of them without answers ---------------------------------
+
+@pytest.fixture(scope="module")
+def with_empty(tmp_path_factory):
+    """tests/data/mirt_groups plus a subject of group B with no answer (CSVs and frames)."""
+    d = pd.read_csv(RESPONSES, index_col=0)
+    g = pd.read_csv(GROUPS)
+    d.loc["empty"] = np.nan
+    g.loc[len(g)] = ["empty", "B"]
+    folder = tmp_path_factory.mktemp("empty")
+    d.to_csv(folder / "r.csv")
+    g.to_csv(folder / "g.csv", index=False)
+    return folder, d, g
+
+
+def test_drop_empty_with_groups_drops_the_subject_the_groups_file_names(with_empty, tmp_path,
+                                                                         capsys):
+    folder, _, _ = with_empty
+    summ = tmp_path / "s.json"
+    # was: "error: groups names 1 subject(s) not in the responses" (dropped before matching)
+    assert run_cli(["calibrate", folder / "r.csv", "--groups", folder / "g.csv", "--model",
+                    "2pl", "--drop-empty", "-q", "-o", tmp_path / "b.csv",
+                    "--summary", summ]) == 0
+    assert "subject(s) with no response: ['empty']" in capsys.readouterr().err
+    sizes = {g["group"]: g["n_subjects"] for g in json.loads(summ.read_text())["groups"]["groups"]}
+    assert sizes == {"A": 1000, "B": 1000}
+
+
+def test_library_groups_of_every_subject_with_an_empty_row(with_empty):
+    from atlascat.irt.calibrate import calibrate
+
+    _, d, g = with_empty
+    labels = dict(zip(g["subject_id"], g["group"]))
+    with pytest.warns(UserWarning, match="no response"):
+        res = calibrate(d, model="2pl", prior_a=None, groups=labels)
+    with pytest.warns(UserWarning, match="no response"):
+        by_position = calibrate(d, model="2pl", prior_a=None, groups=list(g["group"]))
+    assert res.loglik == pytest.approx(by_position.loglik, abs=1e-9)
+    assert [x["n_subjects"] for x in res.groups["groups"]] == [1000, 1000]
