@@ -56,7 +56,7 @@ def test_commands_of_one_dimensional_banks_refuse_a_multidimensional_one(small, 
                                                                         tmp_path):
     args = [a.format(bank=small / "mbank.csv", data=small / "small.csv", out=tmp_path)
             for a in argv]
-    one_line_error(capsys, args, "multidimensional 2PL bank")
+    one_line_error(capsys, args, "multidimensional 2PL bank", "atlas info (--rotate)")
     assert list(tmp_path.iterdir()) == []
 
 

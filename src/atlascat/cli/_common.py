@@ -132,8 +132,8 @@ def json_safe(obj):
 def cli_advice(exc) -> str:
     """What the command line adds to a library error: the command or option that fixes it
     ("" when none). The library says what is wrong; the commands are named here."""
-    from ..errors import (BankFolderError, BankKindError, MovedBankError, RunFolderError,
-                          UnfinishedRunError)
+    from ..errors import (BankError, BankFolderError, BankKindError, MovedBankError,
+                          RunFolderError, UnfinishedRunError)
 
     store = _live_run_store(getattr(exc, "path", None))
     if store is not None:   # the folder `atlas evaluate -o` wrote: say where its run is read
@@ -150,6 +150,8 @@ def cli_advice(exc) -> str:
     if isinstance(exc, MovedBankError):
         return (f"point the run at it with atlas evaluate --resume {exc.run_id} --bank NEW_PLACE"
                 + (f" --db {exc.store}" if exc.store else ""))
+    if isinstance(exc, BankError) and str(exc).startswith("this is a multidimensional 2PL bank"):
+        return "atlas info (--rotate) and atlas design read it"
     if isinstance(exc, UnfinishedRunError):
         return (f"atlas evaluate --resume {exc.run_id}" + (f" --db {exc.store}" if exc.store
                                                           else "") + ", then compare")
