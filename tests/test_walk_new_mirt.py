@@ -232,3 +232,57 @@ def test_library_groups_of_every_subject_with_an_empty_row(with_empty):
         by_position = calibrate(d, model="2pl", prior_a=None, groups=list(g["group"]))
     assert res.loglik == pytest.approx(by_position.loglik, abs=1e-9)
     assert [x["n_subjects"] for x in res.groups["groups"]] == [1000, 1000]
+
+
+# -- the new doc sections' commands run as written ------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _inline(page: str, start: str) -> str:
+    """The inline code of ``page`` that starts with ``start`` (whitespace joined), asserted to be
+    there."""
+    import re
+
+    text = " ".join((DOCS / page).read_text().split())
+    found = re.findall("`(" + re.escape(start) + "[^`]*)`", text)
+    assert found, f"docs/{page}: no `{start}...`"
+    return found[0]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_new_sections_commands_run_as_written(small, tmp_path, monkeypatch, capsys):
+    import shlex
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(small / "small.csv", "data.csv")
+    cmds = [_inline("design.md", "atlas calibrate DATA --dims 2"),
+            _inline("design.md", "atlas anova DATA --model 2pl --dims 1 --dims 2")]
+    for cmd in cmds:
+        assert run_cli([a.replace("DATA", "data.csv") for a in shlex.split(cmd)[1:]]) == 0, cmd
+    assert Path("mbank.csv").is_file() and Path("s.json").is_file()
+    for rot in ("oblimin", "geomin", "varimax", "none"):
+        assert run_cli(["info", "mbank.csv", "--rotate", rot]) == 0
+    assert run_cli(["design", "--bank", "mbank.csv", "-k", "3"]) == 0
+    # calibration.md, multiple groups
+    shutil.copy(RESPONSES, "data.csv")
+    shutil.copy(GROUPS, "groups.csv")
+    cmd = _inline("calibration.md", "atlas anova DATA --model 2pl --groups groups.csv")
+    assert run_cli([a.replace("DATA", "data.csv") for a in shlex.split(cmd)[1:]]) == 0, cmd
+    assert "2pl-groups" in capsys.readouterr().out
+    from atlascat import ResponseMatrix
+    from atlascat.irt.calibrate import calibrate
+
+    rm = ResponseMatrix.read("data.csv")
+    labels = {k: {"A": "old", "B": "new"}[v]
+              for k, v in pd.read_csv("groups.csv", index_col=0)["group"].items()}
+    res = eval(_inline("calibration.md", "calibrate(rm, \"2pl\", groups=labels"))  # noqa: S307
+    assert res.groups["reference"] == "old"
+
+
+def test_dims_on_a_file_of_an_unknown_type_says_only_that(tmp_path, capsys):
+    (tmp_path / "DATA").write_text("subject,i1\ns1,1\n")
+    line = one_line_error(capsys, ["calibrate", tmp_path / "DATA", "--dims", "2", "-o",
+                                   tmp_path / "b.csv"], "unsupported file type")
+    assert "0/1 answers only" not in line     # was prefixed with what --dims fits
