@@ -286,3 +286,25 @@ def test_dims_on_a_file_of_an_unknown_type_says_only_that(tmp_path, capsys):
     line = one_line_error(capsys, ["calibrate", tmp_path / "DATA", "--dims", "2", "-o",
                                    tmp_path / "b.csv"], "unsupported file type")
     assert "0/1 answers only" not in line     # was prefixed with what --dims fits
+
+
+# -- numeric group labels: the reference is R's first factor level ------------------------------
+
+def test_numeric_group_labels_sort_by_value_as_r_factor_levels(tmp_path):
+    from atlascat.irt.groups import group_labels
+
+    ids = [f"s{i}" for i in range(40)]
+    got = group_labels({s: ("10" if i % 2 else "2") for i, s in enumerate(ids)}, ids)
+    assert got.labels == ["2", "10"]          # was ["10", "2"]: "10" the reference
+    text = group_labels({s: ("b" if i % 2 else "a10") for i, s in enumerate(ids)}, ids)
+    assert text.labels == ["a10", "b"]
+
+
+def test_numeric_groups_file_reference_from_the_command_line(tmp_path, capsys):
+    g = pd.read_csv(GROUPS)
+    g["group"] = g["group"].map({"A": "10", "B": "9"})
+    g.to_csv(tmp_path / "g.csv", index=False)
+    summ = tmp_path / "s.json"
+    assert run_cli(["calibrate", RESPONSES, "--groups", tmp_path / "g.csv", "--model", "2pl",
+                    "-q", "-o", tmp_path / "b.csv", "--summary", summ]) == 0
+    assert json.loads(summ.read_text())["groups"]["reference"] == "9"

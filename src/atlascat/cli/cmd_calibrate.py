@@ -97,7 +97,7 @@ _GROUPS = typer.Option(
 _REFERENCE_GROUP = typer.Option(
     None, "--reference-group", metavar="LABEL",
     help="With --groups: the group whose trait is N(0, 1) [default: the first label in "
-         "sorted order].")
+         "sorted order, numbers by value, as R's factor levels].")
 
 _DIMS = typer.Option(None, "--dims", metavar="K",
     help="K >= 2: the exploratory K-dimensional 2PL (0/1 answers; mirt's mirt(data, K)): a "

@@ -71,7 +71,7 @@ def group_labels(groups, subject_ids, reference=None) -> GroupLabels:
     """The groups of the subjects ``subject_ids`` from ``groups``: a dict subject id -> group
     (:func:`group_mapping`) or what that takes.
     ``reference``: the group whose trait is N(0, 1) (default: the first label in sorted
-    order, as R's factor levels). A ConfigError of one line for an unknown or unlabelled
+    order, as R's factor levels: numeric labels by value). A ConfigError of one line for an unknown or unlabelled
     subject, a single group, a group of fewer than :data:`MIN_GROUP_SIZE` subjects or an
     unknown reference."""
     ids = [str(s) for s in subject_ids]
@@ -86,7 +86,7 @@ def group_labels(groups, subject_ids, reference=None) -> GroupLabels:
         if v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == "":
             raise ConfigError(f"subject {s!r} has an empty group label")
         text.append(str(v).strip())
-    labels = sorted(set(text))
+    labels = sorted(set(text), key=_level_order(set(text)))
     if len(labels) < 2:
         raise ConfigError(f"groups needs at least two groups, got one ({labels[0]!r}); "
                           "calibrate without groups")
@@ -104,6 +104,16 @@ def group_labels(groups, subject_ids, reference=None) -> GroupLabels:
         raise ConfigError(f"group {small[0][0]!r} has {small[0][1]} subject(s); each group "
                           f"needs at least {MIN_GROUP_SIZE} (merge it or leave it out)")
     return out
+
+
+def _level_order(labels):
+    """The sort key of R's factor levels: numbers by value when every label is one (groups
+    2 and 10: 2 first, as R's factor of a numeric column), else the text."""
+    try:
+        [float(v) for v in labels]
+    except ValueError:
+        return str
+    return lambda v: (float(v), v)
 
 
 def posterior_moments(nodes, node_mass):
