@@ -308,3 +308,9 @@ def test_numeric_groups_file_reference_from_the_command_line(tmp_path, capsys):
     assert run_cli(["calibrate", RESPONSES, "--groups", tmp_path / "g.csv", "--model", "2pl",
                     "-q", "-o", tmp_path / "b.csv", "--summary", summ]) == 0
     assert json.loads(summ.read_text())["groups"]["reference"] == "9"
+
+
+def test_anova_dims_beyond_the_items_is_refused_in_the_options_words(small, capsys):
+    # was "n_dims=50 needs more than 50 items", after the one-dimensional fit had run
+    one_line_error(capsys, ["anova", small / "small.csv", "--model", "2pl", "--dims", "1",
+                            "--dims", "50"], "--dims 50 needs more than 50 items", "have 6")

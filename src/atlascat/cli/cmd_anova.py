@@ -86,6 +86,12 @@ def _fit_all(rm, weights, asked, quadpts: int, grouping: dict) -> list:
     """The fits ``asked`` (:func:`_asked`), one EM fit each on a bar counting them."""
     import warnings
 
+    from ..errors import ConfigError
+
+    n_items = rm.n_items if hasattr(rm, "n_items") else rm.shape[1]
+    k = max(a[2] for a in asked)
+    if k > 1 and n_items <= k:   # said before any fit, in the options' words
+        raise ConfigError(f"--dims {k} needs more than {k} items; the responses have {n_items}")
     fits = []
     with warnings.catch_warnings(), progress_bar("fits", total=len(asked)) as advance:
         warnings.simplefilter("ignore")   # the defaults' notes; the models are given

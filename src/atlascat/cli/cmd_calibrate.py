@@ -179,10 +179,7 @@ def calibrate_command(
                      # scores in (0, 1): each item's dispersion (0/1 answers: fitted once, as
                      # without it); a joint fit only, and none in mirt's fit
                      dispersion=None if partition_size or mirt_defaults else "auto")
-    # --drop-empty with --groups: the library drops the empty subjects after matching the
-    # groups file to the subjects read (it names them)
-    rm = _responses(responses, freq_column, normalize_ids,
-                    "keep" if drop_empty and grouping else "drop" if drop_empty else "error",
+    rm = _responses(responses, freq_column, normalize_ids, drop_empty, bool(grouping),
                     mirt_ratings=mirt_defaults and model.lower() == "auto")
     if rm is None:                  # mirt(data, 1) fits whole-number ratings as graded
         return ordinal("graded")
@@ -237,9 +234,13 @@ def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate_command)
 
 
-def _responses(responses, freq_column, normalize_ids, on_empty: str, *, mirt_ratings: bool):
+def _responses(responses, freq_column, normalize_ids, drop_empty: bool, grouped: bool, *,
+               mirt_ratings: bool):
     """RESPONSES as 0/1 or [0, 1] scores; None for whole-number ratings when ``mirt_ratings``
-    (--mirt-defaults: mirt's default for them is the graded model), said in one line."""
+    (--mirt-defaults: mirt's default for them is the graded model), said in one line.
+    --drop-empty with --groups (``grouped``): the library drops the empty subjects, after
+    matching the groups file to the subjects read (and names them)."""
+    on_empty = ("keep" if grouped else "drop") if drop_empty else "error"
     try:
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                               on_empty=on_empty)
