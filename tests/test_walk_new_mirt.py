@@ -314,3 +314,20 @@ def test_anova_dims_beyond_the_items_is_refused_in_the_options_words(small, caps
     # was "n_dims=50 needs more than 50 items", after the one-dimensional fit had run
     one_line_error(capsys, ["anova", small / "small.csv", "--model", "2pl", "--dims", "1",
                             "--dims", "50"], "--dims 50 needs more than 50 items", "have 6")
+
+
+def test_group_sizes_in_the_summary_are_defined_as_the_fits(tmp_path):
+    """Each group's n_subjects counts its rows and n_observations the subjects they stand for,
+    as the summary's own n_subjects and n_observations (a group's n_subjects was the sum of
+    pattern frequencies, the top level's the rows)."""
+    from atlascat.irt.calibrate import calibrate
+
+    x = pd.read_csv(RESPONSES, index_col=0).iloc[:, 3:17]
+    g = pd.read_csv(GROUPS, index_col=0)["group"]
+    key = (x.astype(str).agg(",".join, axis=1) + "|" + g).to_numpy()
+    _, first, count = np.unique(key, return_index=True, return_counts=True)
+    res = calibrate(x.iloc[first], "2pl", groups=g.iloc[first], weights=count.astype(float),
+                    check_dimensions=False)
+    s = res.to_dict()
+    assert sum(r["n_subjects"] for r in s["groups"]["groups"]) == s["n_subjects"] == len(first)
+    assert sum(r["n_observations"] for r in s["groups"]["groups"]) == s["n_observations"] == 2000

@@ -381,7 +381,7 @@ def _report(res, rm, link: str, responses=None) -> None:
     if res.groups is not None:
         for g in res.groups["groups"]:
             ref = " (reference)" if g["group"] == res.groups["reference"] else ""
-            console.print(f"group {g['group']}{ref}: {g['n_subjects']:g} subjects, latent mean "
+            console.print(f"group {g['group']}{ref}: {g['n_observations']:g} subjects, latent mean "
                           f"{g['mean']:.3f}, SD {g['sd']:.3f}", markup=False, highlight=False)
     if res.linking:
         As = np.array([lk["A"] for lk in res.linking])

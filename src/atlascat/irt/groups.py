@@ -317,14 +317,16 @@ def fit_groups(values, weights, item_model: ItemModel, groups: GroupLabels, *,
 
 def group_summary(groups: GroupLabels, fit: dict, weights=None) -> dict:
     """The groups' latent means and SDs on the bank's N(0, 1) scale (the reference group's;
-    a Rasch fit's divided by its SD), with their sizes: JSON-ready."""
+    a Rasch fit's divided by its SD), with their sizes as the fit's own (``n_subjects`` its
+    rows, ``n_observations`` the subjects they stand for, the sum of the pattern frequencies):
+    JSON-ready."""
     sd0 = math.sqrt(fit["var"])
-    sizes = groups.sizes(weights)
     return {"reference": groups.reference,
-            "groups": [{"group": g, "n_subjects": float(n), "mean": float(mu) / sd0,
-                        "sd": math.sqrt(float(v)) / sd0}
-                       for g, n, mu, v in zip(groups.labels, sizes, fit["group_means"],
-                                              fit["group_vars"])]}
+            "groups": [{"group": g, "n_subjects": int(rows), "n_observations": float(n),
+                        "mean": float(mu) / sd0, "sd": math.sqrt(float(v)) / sd0}
+                       for g, rows, n, mu, v in zip(groups.labels, groups.sizes(),
+                                                    groups.sizes(weights), fit["group_means"],
+                                                    fit["group_vars"])]}
 
 
 def group_mapping(groups, subject_ids) -> dict:
