@@ -40,9 +40,9 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                             on_empty="drop" if drop_empty else "error")
     except ResponseDataError as exc:   # ratings: said with what --dims fits
-        from .cmd_calibrate import _whole_ratings
+        from ._common import whole_ratings
 
-        if not _whole_ratings(responses, freq_column):   # a missing file, a bad type: as is
+        if not whole_ratings(responses, freq_column):   # a missing file, a bad type: as is
             raise
         raise ResponseDataError(f"{SUPPORTED}: {exc}") from None
     if len(rm.item_ids) <= dims:

@@ -526,3 +526,18 @@ def note_unseen_ratings(bank, ratings) -> None:
     note = bank.unseen_note(ratings)
     if note:
         err_console.print(f"note: {note}", markup=False)
+
+
+def whole_ratings(responses, freq_column) -> bool:
+    """Whether RESPONSES are whole-number ratings beyond 0/1 (a judge's 1-10, a rubric's 0-3)."""
+    import numpy as np
+
+    from ..errors import AtlasError
+    from ..irt.polycal import read_ratings
+
+    try:
+        values = read_ratings(responses, freq_column=freq_column)[0]
+    except (AtlasError, OSError, ValueError):
+        return False
+    v = values[~np.isnan(values)]
+    return bool(v.size) and bool(np.all(v == np.round(v))) and bool(v.min() < 0 or v.max() > 1)

@@ -11,7 +11,7 @@ from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, json_safe, load_responses, output_file,
                       next_stage, progress_bar, quiet_option, subjects_text, warn,
-                      wrote_line)
+                      whole_ratings, wrote_line)
 
 
 _MODEL = typer.Option(AUTO, "--model",
@@ -245,7 +245,7 @@ def _responses(responses, freq_column, normalize_ids, drop_empty: bool, grouped:
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                               on_empty=on_empty)
     except ResponseDataError:
-        if not (mirt_ratings and _whole_ratings(responses, freq_column)):
+        if not (mirt_ratings and whole_ratings(responses, freq_column)):
             raise
     console.print("whole-number ratings: mirt's default for them, the graded model (no priors)",
                   highlight=False)
@@ -260,21 +260,6 @@ def _bank_name(name):
     from ..irt.bank import check_benchmark_name
 
     return own_benchmark_name(check_benchmark_name(name))
-
-
-def _whole_ratings(responses, freq_column) -> bool:
-    """Whether RESPONSES are whole-number ratings beyond 0/1 (a judge's 1-10, a rubric's 0-3)."""
-    import numpy as np
-
-    from ..errors import AtlasError
-    from ..irt.polycal import read_ratings
-
-    try:
-        values = read_ratings(responses, freq_column=freq_column)[0]
-    except (AtlasError, OSError, ValueError):
-        return False
-    v = values[~np.isnan(values)]
-    return bool(v.size) and bool(np.all(v == np.round(v))) and bool(v.min() < 0 or v.max() > 1)
 
 
 def _is_ordinal(model: str, rating_range) -> bool:
