@@ -331,3 +331,13 @@ def test_group_sizes_in_the_summary_are_defined_as_the_fits(tmp_path):
     s = res.to_dict()
     assert sum(r["n_subjects"] for r in s["groups"]["groups"]) == s["n_subjects"] == len(first)
     assert sum(r["n_observations"] for r in s["groups"]["groups"]) == s["n_observations"] == 2000
+
+
+def test_anova_groups_with_a_subject_without_answers(with_empty, tmp_path, capsys):
+    folder, _, _ = with_empty
+    out = tmp_path / "t.csv"
+    # was "groups names 1 subject(s) not in the responses"
+    assert run_cli(["anova", folder / "r.csv", "--model", "2pl", "--groups", folder / "g.csv",
+                    "-o", out]) == 0
+    table = pd.read_csv(out, index_col=0)
+    assert list(table.index) == ["2pl", "2pl-groups"] and table.loc["2pl-groups", "df"] == 2

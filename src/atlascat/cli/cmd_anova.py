@@ -179,7 +179,8 @@ def register(app: typer.Typer) -> None:
         names = [a[0] for a in asked]
         output_file(output, inputs={"RESPONSES": responses})
         grouping = _grouping(groups, reference_group)
-        rm, weights = _read_data(responses, [a[1] for a in asked], freq_column, normalize_ids)
+        rm, weights = _read_data(responses, [a[1] for a in asked], freq_column, normalize_ids,
+                                 "keep" if grouping else "drop")
         fits = _fit_all(rm, weights, asked, quadpts, grouping)
         test = _all_nested(fits)
         table = anova(*fits, names=names, test=test)
@@ -206,14 +207,16 @@ def register(app: typer.Typer) -> None:
             console.print(f"wrote {output}", markup=False, highlight=False)
 
 
-def _read_data(responses, names, freq_column, normalize_ids):
+def _read_data(responses, names, freq_column, normalize_ids, on_empty: str = "drop"):
     """(data, pattern weights): ratings on their own scale when an ordinal model is among
-    ``names`` (as calibrate reads them), else the 0/1 response matrix (its weights inside)."""
+    ``names`` (as calibrate reads them), else the 0/1 response matrix (its weights inside;
+    ``on_empty`` "keep" with --groups: calibrate drops the empty subjects after matching the
+    groups file to the subjects read)."""
     from ..irt.calibrate import ORDINAL
 
     if not any(m in ORDINAL for m in names):
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
-                              on_empty="drop"), None
+                              on_empty=on_empty), None
     import pandas as pd
 
     from ..irt.polycal import read_ratings
