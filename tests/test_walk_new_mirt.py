@@ -122,6 +122,11 @@ def test_anova_compares_the_stacked_and_the_grouped_fit_as_mirt(tmp_path, capsys
     mirt = pd.read_csv(GROUPS_DATA / "2pl_fit.csv")["loglik"].iloc[0]   # multipleGroup, 1.45.1
     assert table.loc["2pl-groups", "logLik"] == pytest.approx(mirt, abs=5e-3)   # TOL 1e-6
     assert table.loc["2pl-groups", "df"] == 2                  # group B's mean and variance
+    # mirt 1.45.1, anova(mirt(X, 1), multipleGroup(X, 1, group, free means and variances)):
+    # AIC 37604.30 / 37285.61, BIC 37828.33 / 37520.85, X2 322.688 (its df printed -1048573)
+    assert table["AIC"].tolist() == pytest.approx([37604.30, 37285.61], abs=0.01)
+    assert table["BIC"].tolist() == pytest.approx([37828.33, 37520.85], abs=0.01)
+    assert table.loc["2pl-groups", "X2"] == pytest.approx(322.688, abs=0.01)
     x2 = 2 * (table.loc["2pl-groups", "logLik"] - table.loc["2pl", "logLik"])
     assert table.loc["2pl-groups", "X2"] == pytest.approx(x2)
     # the grouped bank of atlas calibrate --groups: the same log-likelihood and criteria
