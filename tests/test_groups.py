@@ -233,5 +233,6 @@ def test_pattern_weights_equal_expanded_rows(data):
     assert len(first) < len(x)
     assert b.loglik == pytest.approx(a.loglik, abs=1e-8)
     assert np.allclose(a.bank.a, b.bank.a, atol=1e-9) and np.allclose(a.bank.b, b.bank.b, atol=1e-9)
-    assert [r["n_subjects"] for r in b.groups["groups"]] == [1000.0, 1000.0]
+    assert [r["n_observations"] for r in b.groups["groups"]] == [1000.0, 1000.0]
+    assert sum(r["n_subjects"] for r in b.groups["groups"]) == len(first)   # rows, as the fit's
     assert b.groups["groups"][1]["mean"] == pytest.approx(a.groups["groups"][1]["mean"], abs=1e-9)

@@ -41,6 +41,10 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
         rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
                             on_empty="drop" if drop_empty else "error")
     except ResponseDataError as exc:   # ratings: said with what --dims fits
+        from ._common import whole_ratings
+
+        if not whole_ratings(responses, freq_column):   # a missing file, a bad type: as is
+            raise
         raise ResponseDataError(f"{SUPPORTED}: {exc}") from None
     if len(rm.item_ids) <= dims:
         raise ConfigError(f"--dims {dims} needs more than {dims} items; {responses} has "

@@ -132,8 +132,8 @@ def json_safe(obj):
 def cli_advice(exc) -> str:
     """What the command line adds to a library error: the command or option that fixes it
     ("" when none). The library says what is wrong; the commands are named here."""
-    from ..errors import (BankFolderError, BankKindError, MovedBankError, RunFolderError,
-                          UnfinishedRunError)
+    from ..errors import (BankError, BankFolderError, BankKindError, MovedBankError,
+                          RunFolderError, UnfinishedRunError)
 
     store = _live_run_store(getattr(exc, "path", None))
     if store is not None:   # the folder `atlas evaluate -o` wrote: say where its run is read
@@ -150,10 +150,24 @@ def cli_advice(exc) -> str:
     if isinstance(exc, MovedBankError):
         return (f"point the run at it with atlas evaluate --resume {exc.run_id} --bank NEW_PLACE"
                 + (f" --db {exc.store}" if exc.store else ""))
+    if isinstance(exc, BankError) and str(exc).startswith("this is a multidimensional 2PL bank"):
+        return "atlas info (--rotate) and atlas design read it"
     if isinstance(exc, UnfinishedRunError):
         return (f"atlas evaluate --resume {exc.run_id}" + (f" --db {exc.store}" if exc.store
                                                           else "") + ", then compare")
     return ""
+
+
+def dimension_advice(message: str, responses=None) -> str:
+    """A dimensionality warning (:class:`atlascat.irt.dimensionality.DimensionalityWarning`)
+    with, for a second trait, the commands that fit it and compare it with one (0/1 answers:
+    the multidimensional 2PL); other messages as they are. ``responses``: the data's path as
+    the user gave it (else RESPONSES)."""
+    if not str(message).startswith("the items measure two things"):
+        return str(message)
+    data = responses or "RESPONSES"
+    return (f"{message}; or fit the two traits, atlas calibrate {data} --dims 2 -o mbank.csv, "
+            f"and test them against one, atlas anova {data} --model 2pl --dims 1 --dims 2")
 
 
 def _live_run_store(path):
@@ -515,3 +529,18 @@ def note_unseen_ratings(bank, ratings) -> None:
     note = bank.unseen_note(ratings)
     if note:
         err_console.print(f"note: {note}", markup=False)
+
+
+def whole_ratings(responses, freq_column) -> bool:
+    """Whether RESPONSES are whole-number ratings beyond 0/1 (a judge's 1-10, a rubric's 0-3)."""
+    import numpy as np
+
+    from ..errors import AtlasError
+    from ..irt.polycal import read_ratings
+
+    try:
+        values = read_ratings(responses, freq_column=freq_column)[0]
+    except (AtlasError, OSError, ValueError):
+        return False
+    v = values[~np.isnan(values)]
+    return bool(v.size) and bool(np.all(v == np.round(v))) and bool(v.min() < 0 or v.max() > 1)

@@ -34,11 +34,13 @@ def _all_nested(fits) -> bool:
     return all(nested_fits(a, b) for a, b in zip(order, order[1:]))
 
 
-def _asked(names: list, dims) -> list:
-    """The fits asked: (row name, model, K); --dims K >= 2 is the 2PL's (exploratory, in K
-    dimensions), the other models are fitted in one; the 2PL in one when --dims is not given
-    or holds 1."""
+def _asked(names: list, dims, grouped: bool = False) -> list:
+    """The fits asked: (row name, model, K, with the groups); --dims K >= 2 is the 2PL's
+    (exploratory, in K dimensions), the other models are fitted in one; the 2PL in one when
+    --dims is not given or holds 1. ``grouped`` (--groups): each model in one dimension also
+    fitted with the groups (row "<model>-groups"), mirt's anova(stacked, grouped)."""
     from ..errors import ConfigError
+    from ..irt.calibrate import ORDINAL
 
     dims = sorted(set(dims or [1]))
     if dims[0] < 1:
@@ -46,22 +48,29 @@ def _asked(names: list, dims) -> list:
     if dims[-1] > 1 and "2pl" not in names:
         raise ConfigError(f"--dims {dims[-1]} fits the exploratory {dims[-1]}-dimensional 2PL "
                           "(0/1 answers; mirt's mirt(data, K)): add --model 2pl")
-    fits = [(m, m, 1) for m in names if m != "2pl" or 1 in dims]
-    fits += [(f"2pl-{k}d", "2pl", k) for k in dims if k > 1]
+    if grouped and (dims[-1] > 1 or any(m in ORDINAL for m in names)):
+        raise ConfigError("--groups compares one-dimensional binary models (rasch, 1pl-4pl) "
+                          "fitted with and without the groups; drop --dims K >= 2 and the "
+                          "ordinal models")
+    fits = [(m, m, 1, False) for m in names if m != "2pl" or 1 in dims]
+    fits += [(f"2pl-{k}d", "2pl", k, False) for k in dims if k > 1]
+    fits += [(f"{m}-groups", m, 1, True) for m in names] if grouped else []
     if len(fits) < 2 or len(set(names)) < len(names):
-        raise ConfigError("anova needs two or more different --model values (or --dims), e.g. "
-                          "--model rasch --model 2pl, or --model 2pl --dims 1 --dims 2")
+        raise ConfigError("anova needs two or more different --model values (or --dims), or "
+                          "one with --groups, e.g. --model rasch --model 2pl, --model 2pl "
+                          "--dims 1 --dims 2, or --model 2pl --groups groups.csv")
     return fits
 
 
-def _fit_one(rm, weights, model: str, k: int, quadpts: int):
-    """One maximum-likelihood fit (no priors, as mirt's): atlascat.calibrate for K = 1, the
+def _fit_one(rm, weights, model: str, k: int, quadpts: int, grouping=None):
+    """One maximum-likelihood fit (no priors, as mirt's): atlascat.calibrate for K = 1 (with
+    ``grouping``, its groups and reference_group keywords: a multiple-group fit), the
     exploratory K-dimensional 2PL (mirt's quadrature unless --quadpts is given) for K >= 2."""
     if k == 1:
         from ..irt.calibrate import calibrate
 
         return calibrate(rm, model=model, quadpts=quadpts, prior_a=None, prior_c=None,
-                         prior_u=None, weights=weights)
+                         prior_u=None, weights=weights, **(grouping or {}))
     from ..irt.multidimcal import calibrate_multidim
 
     if weights is not None:   # ratings read for an ordinal model: the 2PL's 0/1 answers
@@ -71,6 +80,34 @@ def _fit_one(rm, weights, model: str, k: int, quadpts: int):
                             weights=weights)
     return calibrate_multidim(rm, k, prior_a_sd=None, prior_d_sd=None,
                               quadpts=None if quadpts == QUADPTS else quadpts)
+
+
+def _fit_all(rm, weights, asked, quadpts: int, grouping: dict) -> list:
+    """The fits ``asked`` (:func:`_asked`), one EM fit each on a bar counting them."""
+    import warnings
+
+    from ..errors import ConfigError
+
+    n_items = rm.n_items if hasattr(rm, "n_items") else rm.shape[1]
+    k = max(a[2] for a in asked)
+    if k > 1 and n_items <= k:   # said before any fit, in the options' words
+        raise ConfigError(f"--dims {k} needs more than {k} items; the responses have {n_items}")
+    fits = []
+    with warnings.catch_warnings(), progress_bar("fits", total=len(asked)) as advance:
+        warnings.simplefilter("ignore")   # the defaults' notes; the models are given
+        for _, m, k, grouped in asked:
+            fits.append(_fit_one(rm, weights, m, k, quadpts, grouping if grouped else None))
+            advance(1)
+    return fits
+
+
+def _grouping(groups, reference_group) -> dict:
+    """--groups read (before the responses) with --reference-group, as calibrate's keywords."""
+    if groups is None:
+        return {}
+    from ..irt.groups import read_groups
+
+    return {"groups": read_groups(groups), "reference_group": reference_group}
 
 
 def _not_nested_line(fits, names) -> str:
@@ -108,16 +145,23 @@ def register(app: typer.Typer) -> None:
         dims: Optional[List[int]] = typer.Option(
             None, "--dims", metavar="K", help="Dimensions of the 2PL (repeat: --dims 1 --dims "
             "2 is mirt's anova(mod1, mod2)); K >= 2: the exploratory K-dimensional 2PL."),
+        groups: Optional[Path] = typer.Option(
+            None, "--groups", metavar="FILE", help="Each model also fitted with these groups "
+            "(subject id, group; as atlas calibrate --groups): mirt's anova(stacked, grouped)."),
+        reference_group: Optional[str] = typer.Option(
+            None, "--reference-group", metavar="LABEL",
+            help="With --groups: the group whose trait is N(0, 1)."),
     ):
         """Fit each model by maximum likelihood (no priors, as mirt) and compare them: AIC,
         SABIC, HQ, BIC, log-likelihood and the likelihood-ratio test of each model against the
         one above it (X2, df, p), as mirt's anova. Models that are not nested (graded and gpcm)
         get their criteria alone: compare their AIC and BIC. --dims: the 2PL in K dimensions
-        (exploratory; J (K + 1) - K (K - 1) / 2 parameters, as mirt).
+        (exploratory; J (K + 1) - K (K - 1) / 2 parameters, as mirt). --groups: each model
+        also with the groups' means and SDs free (2 (G - 1) more parameters), as mirt's
+        anova(stacked, grouped).
         """
         import json
         import math
-        import warnings
 
         from ..errors import ConfigError
         from ..irt.calibrate import MODELS, ORDINAL
@@ -129,16 +173,15 @@ def register(app: typer.Typer) -> None:
         if bad:
             raise ConfigError(f"--model {bad[0]!r} is not a model atlas calibrate fits; choose "
                               f"from {', '.join(MODELS + ORDINAL)}")
-        asked = _asked(names, dims)
+        if reference_group is not None and groups is None:
+            raise ConfigError("--reference-group needs --groups")
+        asked = _asked(names, dims, groups is not None)
         names = [a[0] for a in asked]
         output_file(output, inputs={"RESPONSES": responses})
-        rm, weights = _read_data(responses, [a[1] for a in asked], freq_column, normalize_ids)
-        fits = []
-        with warnings.catch_warnings(), progress_bar("fits", total=len(asked)) as advance:
-            warnings.simplefilter("ignore")   # the defaults' notes; the models are given
-            for _, m, k in asked:   # one EM fit each: the bar counts the models fitted
-                fits.append(_fit_one(rm, weights, m, k, quadpts))
-                advance(1)
+        grouping = _grouping(groups, reference_group)
+        rm, weights = _read_data(responses, [a[1] for a in asked], freq_column, normalize_ids,
+                                 "keep" if grouping else "drop")
+        fits = _fit_all(rm, weights, asked, quadpts, grouping)
         test = _all_nested(fits)
         table = anova(*fits, names=names, test=test)
         if output is not None:
@@ -164,14 +207,16 @@ def register(app: typer.Typer) -> None:
             console.print(f"wrote {output}", markup=False, highlight=False)
 
 
-def _read_data(responses, names, freq_column, normalize_ids):
+def _read_data(responses, names, freq_column, normalize_ids, on_empty: str = "drop"):
     """(data, pattern weights): ratings on their own scale when an ordinal model is among
-    ``names`` (as calibrate reads them), else the 0/1 response matrix (its weights inside)."""
+    ``names`` (as calibrate reads them), else the 0/1 response matrix (its weights inside;
+    ``on_empty`` "keep" with --groups: calibrate drops the empty subjects after matching the
+    groups file to the subjects read)."""
     from ..irt.calibrate import ORDINAL
 
     if not any(m in ORDINAL for m in names):
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
-                              on_empty="drop"), None
+                              on_empty=on_empty), None
     import pandas as pd
 
     from ..irt.polycal import read_ratings

@@ -131,8 +131,12 @@ def _show_summary(m: dict, named: bool = True) -> None:
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]), title="atlas build-bank")
     from ..bankdir.builder import build_warnings
 
-    for line in build_warnings(m):
-        warn(line)
+    from ._common import dimension_advice
+
+    data = (src.get("files") or [None])[0] if src["kind"] == "matrix" else None
+    for line in build_warnings(m):   # a matrix's second trait: the commands that fit it
+        warn(dimension_advice(line, data) if src["kind"] == "matrix" and
+             src.get("scores") in (None, "binary") else line)
 
 
 def _group_note(src: dict) -> str:

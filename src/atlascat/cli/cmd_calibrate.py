@@ -11,7 +11,7 @@ from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, json_safe, load_responses, output_file,
                       next_stage, progress_bar, quiet_option, subjects_text, warn,
-                      wrote_line)
+                      whole_ratings, wrote_line)
 
 
 _MODEL = typer.Option(AUTO, "--model",
@@ -97,7 +97,7 @@ _GROUPS = typer.Option(
 _REFERENCE_GROUP = typer.Option(
     None, "--reference-group", metavar="LABEL",
     help="With --groups: the group whose trait is N(0, 1) [default: the first label in "
-         "sorted order].")
+         "sorted order, numbers by value, as R's factor levels].")
 
 _DIMS = typer.Option(None, "--dims", metavar="K",
     help="K >= 2: the exploratory K-dimensional 2PL (0/1 answers; mirt's mirt(data, K)): a "
@@ -179,7 +179,7 @@ def calibrate_command(
                      # scores in (0, 1): each item's dispersion (0/1 answers: fitted once, as
                      # without it); a joint fit only, and none in mirt's fit
                      dispersion=None if partition_size or mirt_defaults else "auto")
-    rm = _responses(responses, freq_column, normalize_ids, drop_empty,
+    rm = _responses(responses, freq_column, normalize_ids, drop_empty, bool(grouping),
                     mirt_ratings=mirt_defaults and model.lower() == "auto")
     if rm is None:                  # mirt(data, 1) fits whole-number ratings as graded
         return ordinal("graded")
@@ -190,7 +190,7 @@ def calibrate_command(
         _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt,
                        **({"benchmark": name} if name else {}))
     _write_scores(res, scores)
-    _report(res, rm, link)
+    _report(res, rm, link, responses)
     console.print(wrote_line(output, summary, scores))
 
 
@@ -234,14 +234,18 @@ def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate_command)
 
 
-def _responses(responses, freq_column, normalize_ids, drop_empty, *, mirt_ratings: bool):
+def _responses(responses, freq_column, normalize_ids, drop_empty: bool, grouped: bool, *,
+               mirt_ratings: bool):
     """RESPONSES as 0/1 or [0, 1] scores; None for whole-number ratings when ``mirt_ratings``
-    (--mirt-defaults: mirt's default for them is the graded model), said in one line."""
+    (--mirt-defaults: mirt's default for them is the graded model), said in one line.
+    --drop-empty with --groups (``grouped``): the library drops the empty subjects, after
+    matching the groups file to the subjects read (and names them)."""
+    on_empty = ("keep" if grouped else "drop") if drop_empty else "error"
     try:
         return load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids,
-                              on_empty="drop" if drop_empty else "error")
+                              on_empty=on_empty)
     except ResponseDataError:
-        if not (mirt_ratings and _whole_ratings(responses, freq_column)):
+        if not (mirt_ratings and whole_ratings(responses, freq_column)):
             raise
     console.print("whole-number ratings: mirt's default for them, the graded model (no priors)",
                   highlight=False)
@@ -256,21 +260,6 @@ def _bank_name(name):
     from ..irt.bank import check_benchmark_name
 
     return own_benchmark_name(check_benchmark_name(name))
-
-
-def _whole_ratings(responses, freq_column) -> bool:
-    """Whether RESPONSES are whole-number ratings beyond 0/1 (a judge's 1-10, a rubric's 0-3)."""
-    import numpy as np
-
-    from ..errors import AtlasError
-    from ..irt.polycal import read_ratings
-
-    try:
-        values = read_ratings(responses, freq_column=freq_column)[0]
-    except (AtlasError, OSError, ValueError):
-        return False
-    v = values[~np.isnan(values)]
-    return bool(v.size) and bool(np.all(v == np.round(v))) and bool(v.min() < 0 or v.max() > 1)
 
 
 def _is_ordinal(model: str, rating_range) -> bool:
@@ -337,10 +326,14 @@ def _write_scores(res, path: Optional[Path]) -> None:
     df.to_csv(path, index=False, float_format="%.10g")
 
 
-def _report(res, rm, link: str) -> None:
+def _report(res, rm, link: str, responses=None) -> None:
     """The fit in a few lines: items, subjects, log-likelihood, iterations, the model chosen
-    and why, the identification warnings, filtering, a Rasch fit's scale, the partitions."""
+    and why, the identification and dimensionality warnings (a second trait of 0/1 answers:
+    the commands that fit it, ``responses`` the data's path), filtering, a Rasch fit's scale,
+    the partitions."""
     import numpy as np
+
+    from ._common import dimension_advice
 
     status = "converged" if res.converged else "[yellow]not converged (raise --max-iter)[/]"
     console.print(
@@ -355,8 +348,9 @@ def _report(res, rm, link: str) -> None:
     if chosen:
         console.print(f"model {model_name(chosen['model'])} ({chosen['source']}): "
                       f"{chosen['reason']}{_mirt_hint(chosen)}", markup=False, highlight=False)
+        binary = (res.settings or {}).get("scores") != "continuous"   # --dims: 0/1 answers
         for msg in chosen.get("warnings", []):
-            warn(msg)
+            warn(dimension_advice(msg, responses) if binary else msg)
     if res.filter_report is not None:
         rep = res.filter_report
         console.print(f"filtering dropped {rep.n_items_before - rep.n_items_after} item(s) and "
@@ -375,7 +369,7 @@ def _report(res, rm, link: str) -> None:
             se = "" if g.get("mean_se") is None else \
                 f" (SE {g['mean_se']:.3f}), SD {g['sd']:.3f} (SE {g['sd_se']:.3f}), variance " \
                 f"{g['var']:.3f} (SE {g['var_se']:.3f})"
-            console.print(f"group {g['group']}{ref}: {g['n_subjects']:g} subjects, latent mean "
+            console.print(f"group {g['group']}{ref}: {g['n_observations']:g} subjects, latent mean "
                           f"{g['mean']:.3f}" + (se or f", SD {g['sd']:.3f}"), markup=False,
                           highlight=False)
     if res.linking:

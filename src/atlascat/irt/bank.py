@@ -340,6 +340,10 @@ class ItemBank:
         ids = df[id_col].astype(str).to_numpy()
         if normalize_ids:
             ids = np.array([normalize_item_id(i) for i in ids], dtype=object)
+        if all(col in df.columns for col in ("a1", "a2", "d")):   # read as 1-D, a2.. were lost
+            raise BankError("this is a multidimensional 2PL bank (loadings a1, a2, ..., "
+                            "intercepts d; atlascat.irt.multidim.MultidimBank): this step takes "
+                            "a one-dimensional bank (a, b, c, u or mirt's a1, d, g, u)")
         if all(col in df.columns for col in ("a1", "d")):
             a = cls._numeric(df, "a1", ids)
             d = cls._numeric(df, "d", ids)

@@ -357,16 +357,19 @@ class Calibrator:
 
         start = time.perf_counter()
         model, prior_a, prior_c, prior_u = self.check_settings()
-        responses = as_labelled_responses(responses, on_empty="drop")  # DataFrames keep labels
+        # all-missing rows and columns dropped below, after the groups are matched to the
+        # subjects given (a group label per subject stays with its subject)
+        responses = as_labelled_responses(responses, on_empty="keep")  # DataFrames keep labels
         if not isinstance(responses, ResponseMatrix):
             arr = responses if isinstance(responses, np.ndarray) else \
                 np.asarray(responses, dtype=object)
             if arr.ndim != 2:
                 raise ResponseDataError(f"responses must be 2-D (subjects x items), got shape {arr.shape}")
-            responses = ResponseMatrix(arr, weights=weights, on_empty="drop")
+            responses = ResponseMatrix(arr, weights=weights, on_empty="keep")
         elif weights is not None:
             responses = ResponseMatrix(responses.values, responses.subject_ids, responses.item_ids,
-                                       weights=weights)
+                                       weights=weights, on_empty="keep")
+        group_map = self._group_map(grouping[0], responses.subject_ids)
         observed = ~np.isnan(responses.values)
         if not (observed.any(axis=0).all() and observed.any(axis=1).all()):
             # a matrix read with on_empty="keep": an item nobody answered has no parameters to
@@ -374,7 +377,6 @@ class Calibrator:
             # from an array or DataFrame
             responses = ResponseMatrix(responses, on_empty="drop")
         check_subjects(responses.n_subjects)
-        group_map = self._group_map(grouping[0], responses.subject_ids)
         report = None
         if self.filter:
             from ..filtering import filter_items

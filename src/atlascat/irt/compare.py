@@ -67,9 +67,20 @@ def nested_fits(smaller, larger) -> bool:
     """Whether fit ``smaller`` is a special case of fit ``larger``: its model nested in the
     other's (:func:`nested`) in no more dimensions (``n_dims``, 1 for atlascat.calibrate's
     fits; a K-dimensional exploratory 2PL, :mod:`.multidimcal`, holds the 2PL and its special
-    cases in fewer dimensions, as mirt's ``anova(mod1, mod2)`` assumes)."""
+    cases in fewer dimensions, as mirt's ``anova(mod1, mod2)`` assumes). A multiple-group fit
+    (``groups``, :mod:`.groups`) holds the one-group fit of its model or a smaller one (every
+    group's mean 0 and SD 1: mirt's ``anova(stacked, grouped)``) and the multiple-group fits of
+    smaller models on the same groups; a one-group fit holds no multiple-group fit."""
+    gs, gl = _group_labels(smaller), _group_labels(larger)
     return nested(smaller.model, larger.model) and \
-        getattr(smaller, "n_dims", 1) <= getattr(larger, "n_dims", 1)
+        getattr(smaller, "n_dims", 1) <= getattr(larger, "n_dims", 1) and \
+        (gs is None or gs == gl)
+
+
+def _group_labels(fit):
+    """The groups of a multiple-group fit (reference first), None for a one-group fit."""
+    groups = getattr(fit, "groups", None)
+    return None if groups is None else tuple(g["group"] for g in groups["groups"])
 
 
 def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
@@ -152,7 +163,8 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
 
 def _has_priors(result) -> bool:
     """Whether ``result`` was fitted with a prior on any item parameter (a posterior mode)."""
-    return any((result.settings or {}).get(k) for k in ("prior_a", "prior_c", "prior_u"))
+    return any((result.settings or {}).get(k)
+               for k in ("prior_a", "prior_c", "prior_u", "prior_d"))   # prior_d: multidimcal
 
 
 def _log_posterior(result) -> float:
@@ -166,6 +178,8 @@ def _label(name: str, fit) -> str:
     """A row's name, with its model where the caller named it otherwise."""
     k = getattr(fit, "n_dims", 1)
     model = fit.model if k == 1 else f"{fit.model}, {k} dimensions"
+    if _group_labels(fit) is not None:
+        model += f", {len(_group_labels(fit))} groups"
     return name if name.lower() == model.lower() else f"{name} ({model})"
 
 

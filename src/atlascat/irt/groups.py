@@ -72,7 +72,7 @@ def group_labels(groups, subject_ids, reference=None) -> GroupLabels:
     """The groups of the subjects ``subject_ids`` from ``groups``: a dict subject id -> group
     (:func:`group_mapping`) or what that takes.
     ``reference``: the group whose trait is N(0, 1) (default: the first label in sorted
-    order, as R's factor levels). A ConfigError of one line for an unknown or unlabelled
+    order, as R's factor levels: numeric labels by value). A ConfigError of one line for an unknown or unlabelled
     subject, a single group, a group of fewer than :data:`MIN_GROUP_SIZE` subjects or an
     unknown reference."""
     ids = [str(s) for s in subject_ids]
@@ -87,7 +87,7 @@ def group_labels(groups, subject_ids, reference=None) -> GroupLabels:
         if v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == "":
             raise ConfigError(f"subject {s!r} has an empty group label")
         text.append(str(v).strip())
-    labels = sorted(set(text))
+    labels = sorted(set(text), key=_level_order(set(text)))
     if len(labels) < 2:
         raise ConfigError(f"groups needs at least two groups, got one ({labels[0]!r}); "
                           "calibrate without groups")
@@ -105,6 +105,16 @@ def group_labels(groups, subject_ids, reference=None) -> GroupLabels:
         raise ConfigError(f"group {small[0][0]!r} has {small[0][1]} subject(s); each group "
                           f"needs at least {MIN_GROUP_SIZE} (merge it or leave it out)")
     return out
+
+
+def _level_order(labels):
+    """The sort key of R's factor levels: numbers by value when every label is one (groups
+    2 and 10: 2 first, as R's factor of a numeric column), else the text."""
+    try:
+        [float(v) for v in labels]
+    except ValueError:
+        return str
+    return lambda v: (float(v), v)
 
 
 def posterior_moments(nodes, node_mass):
@@ -308,14 +318,16 @@ def fit_groups(values, weights, item_model: ItemModel, groups: GroupLabels, *,
 
 def group_summary(groups: GroupLabels, fit: dict, weights=None) -> dict:
     """The groups' latent means and SDs on the bank's N(0, 1) scale (the reference group's;
-    a Rasch fit's divided by its SD), with their sizes: JSON-ready."""
+    a Rasch fit's divided by its SD), with their sizes as the fit's own (``n_subjects`` its
+    rows, ``n_observations`` the subjects they stand for, the sum of the pattern frequencies):
+    JSON-ready."""
     sd0 = math.sqrt(fit["var"])
-    sizes = groups.sizes(weights)
     return {"reference": groups.reference,
-            "groups": [{"group": g, "n_subjects": float(n), "mean": float(mu) / sd0,
-                        "sd": math.sqrt(float(v)) / sd0}
-                       for g, n, mu, v in zip(groups.labels, sizes, fit["group_means"],
-                                              fit["group_vars"])]}
+            "groups": [{"group": g, "n_subjects": int(rows), "n_observations": float(n),
+                        "mean": float(mu) / sd0, "sd": math.sqrt(float(v)) / sd0}
+                       for g, rows, n, mu, v in zip(groups.labels, groups.sizes(),
+                                                    groups.sizes(weights), fit["group_means"],
+                                                    fit["group_vars"])]}
 
 
 def group_mapping(groups, subject_ids) -> dict:

@@ -59,7 +59,7 @@ class MultidimCalibration:
     subject_ids: np.ndarray
     settings: dict = field(default_factory=dict)
     model: str = "2pl"
-    log_posterior: float | None = None   # loglik + log prior (None without priors)
+    log_posterior: float | None = None   # loglik + log prior (loglik without priors)
 
     @property
     def n_dims(self) -> int:
@@ -116,6 +116,7 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                           f"atlascat.calibrate's), got {n_dims!r}")
     y, sids, item_ids, w = _as_arrays(responses)
     _check_binary(y)
+    _check_degrees_of_freedom(y.shape[1], int(n_dims))
     method = "em" if n_dims <= EM_MAX_DIMS else "mhrm"
     kw = {} if tol is None else ({"tol": tol} if method == "em" else {"mhrm_tol": tol})
     model = MultidimIRT(int(n_dims), method=method, quadpts=quadpts, max_iter=max_iter,
@@ -140,7 +141,19 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
     return MultidimCalibration(
         bank, float(loglik), int(model.n_parameters_), n, int(model.n_iter_),
         bool(model.converged_), time.perf_counter() - start, np.asarray(sids), settings,
-        log_posterior=None if prior_a_sd is None and prior_d_sd is None else loglik + log_prior)
+        log_posterior=float(loglik) + log_prior)   # no priors: the log-likelihood, as the 1-D fit
+
+
+def _check_degrees_of_freedom(n_items: int, n_dims: int) -> None:
+    """Refuse, as mirt does ("Too few degrees of freedom"), a model with more free parameters,
+    J (K + 1) - K (K - 1) / 2, than the 2^J - 1 of the answer patterns' table: it is not
+    identified (3 items, K = 2: 8 parameters, 7 degrees of freedom; the EM never converged)."""
+    k = n_items * (n_dims + 1) - n_dims * (n_dims - 1) // 2
+    if n_items < 64 and k > 2 ** n_items - 1:
+        raise ConfigError(f"the {n_dims}-dimensional 2PL on {n_items} items has {k} parameters "
+                          f"but their answer patterns only {2 ** n_items - 1} degrees of "
+                          "freedom (as mirt: too few degrees of freedom): fit fewer dimensions "
+                          "or more items")
 
 
 def marginal_loglik(bank, y, weights=None, *, n_draws: int = LOGLIK_DRAWS, rng=None) -> float:
