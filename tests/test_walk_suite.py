@@ -111,12 +111,14 @@ def test_atlas_runs_on_a_narrow_terminal_keeps_run_ids_whole(suite_runs, monkeyp
     from rich.console import Console
 
     import atlascat.cli._common as display
+    import atlascat.cli.cmd_runs as runs_command   # imported now: its `console` is the shared one
     from atlascat.cli import main
 
     db, run_ids, _ = suite_runs
     buf = io.StringIO()
-    monkeypatch.setattr(display, "console", Console(file=buf, force_terminal=True, width=100,
-                                                    emoji=False, highlight=False))
+    narrow = Console(file=buf, force_terminal=True, width=100, emoji=False, highlight=False)
+    for module in (display, runs_command):   # both names restored after the test
+        monkeypatch.setattr(module, "console", narrow)
     assert main(["runs", "--db", str(db)]) == 0
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     assert all(r in text for r in run_ids), text
