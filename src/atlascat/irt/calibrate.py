@@ -477,6 +477,12 @@ class Calibrator:
             result.dropped_items = dropped
             result.filter_report = report
             result.settings = settings
+        if result.groups is None:   # a group's subjects are scored under its own prior
+            # the subjects' scores as mirt's fscores and atlas score give them on the bank
+            # (EAP, N(0, 1), 121 nodes on [-6, 6]); the fit's own grid is the EM's only
+            from .ability import fscores
+
+            result.theta, result.theta_se = fscores(values, result.bank)
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
         if result.groups is not None:   # each other group's mean and variance
