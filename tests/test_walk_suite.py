@@ -170,8 +170,8 @@ def test_a_strong_models_low_truthfulqa_is_not_called_chance(tmp_path, capsys):
     assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=True).startswith("its 95% interval")
     assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=False) is None
     assert member_warning(arc, 0.27, 0.25, 0.30, guessing=False) == (
-        "its 95% interval (25% to 30%) reaches down to chance (25%): the score cannot be told "
-        "from guessing")
+        "its 95% interval (25% to 30%) reaches down to chance (25%): the score may be no better "
+        "than guessing")
 
 
 def test_atlas_runs_sorts_checkpoints_by_name_or_prediction(suite_runs, capsys):

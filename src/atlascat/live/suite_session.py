@@ -243,7 +243,7 @@ def member_warning(link, score: float, lo: float, hi: float, *,
                    guessing: bool = True) -> str | None:
     """A member's one-line warning, worded as a single bank's (:func:`atlascat.scorelink.prediction.
     stop_note`, :func:`~atlascat.scorelink.prediction.chance_reach`): "its 95% interval (lo% to
-    hi%) reaches down to chance (c%): the score cannot be told from guessing" when the 95%
+    hi%) reaches down to chance (c%): the score may be no better than guessing" when the 95%
     interval reaches within 2 points of
     the benchmark's chance level (on a benchmark whose models publish well below chance,
     TruthfulQA's mc2: only when no answer of the test can be told from guessing, ``guessing``;

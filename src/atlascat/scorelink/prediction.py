@@ -85,12 +85,12 @@ def level(value: float, scale=None) -> str:
 def chance_reach(lo: float, hi: float, chance: float, scale=None,
                  floor_word: str = "chance") -> str:
     """The note of a score whose 95% interval (``lo``, ``hi``) reaches within 2 points of
-    ``chance``: "its 95% interval (49% to 81%) reaches down to chance (50%): the score cannot
-    be told from guessing" ("nearly down to" when ``lo`` stays just above chance); the score
+    ``chance``: "its 95% interval (49% to 81%) reaches down to chance (50%): the score may be no
+    better than guessing" ("nearly down to" when ``lo`` stays just above chance); the score
     itself may be far above chance (:func:`level` on a metric's ``scale``)."""
     to = "down to" if lo <= chance else "nearly down to"
     return (f"its 95% interval ({level(lo, scale)} to {level(hi, scale)}) reaches {to} "
-            f"{floor_word} ({level(chance, scale)}): the score cannot be told from guessing")
+            f"{floor_word} ({level(chance, scale)}): the score may be no better than guessing")
 
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
