@@ -87,10 +87,12 @@ def chance_reach(lo: float, hi: float, chance: float, scale=None,
     """The note of a score whose 95% interval (``lo``, ``hi``) reaches within 2 points of
     ``chance``: "its 95% interval (49% to 81%) reaches down to chance (50%): the score may be no
     better than guessing" ("nearly down to" when ``lo`` stays just above chance); the score
-    itself may be far above chance (:func:`level` on a metric's ``scale``)."""
+    itself may be far above chance (:func:`level` on a metric's ``scale``; a link that knows no
+    chance level, ``floor_word`` "the bottom of the scale": no word of guessing)."""
     to = "down to" if lo <= chance else "nearly down to"
+    guess = ": the score may be no better than guessing" if floor_word == "chance" else ""
     return (f"its 95% interval ({level(lo, scale)} to {level(hi, scale)}) reaches {to} "
-            f"{floor_word} ({level(chance, scale)}): the score may be no better than guessing")
+            f"{floor_word} ({level(chance, scale)}){guess}")
 
 
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
@@ -101,8 +103,9 @@ def stop_note(prediction: ScorePrediction, stop_reason: str | None,
     data" when chance is excluded by the interval) or "at or near the top (>= X%)" (X = the
     lower bound; on a metric's own ``scale`` (low, high) when given, :func:`level`); stopped
     by the score-precision or information rule, :func:`chance_reach` (the interval reaches
-    chance, the score may not be near it); None for any other stop reason. ``floor_word``: what the lowest score is called (a link that knows
-    no chance level: "the bottom of the scale", :attr:`ScoreLink.floor_word`)."""
+    chance, the score may not be near it); None for any other stop reason. ``floor_word``: what
+    the lowest score is called (a link that knows no chance level: "the bottom of the scale",
+    :attr:`ScoreLink.floor_word`)."""
     if stop_reason == "floor":
         where = (f"at or near {floor_word}" if chance is None or prediction.lo <= chance + 0.02
                  else "at or near the bottom of the link's data")
