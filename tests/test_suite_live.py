@@ -139,7 +139,8 @@ def test_members_at_chance_are_warned_everywhere(tmp_path, capsys):
     row = json.loads((out_dir / "results.json").read_text())[0]
     warned = {b["name"]: b["warning"] for b in row["benchmarks"] if b.get("warning")}
     assert {"arc", "hellaswag", "mmlu"} <= set(warned)
-    assert all(w.startswith("at or near chance") for w in warned.values())
+    assert all(w.startswith("its 95% interval (") and "down to chance (" in w
+               and w.endswith("the score may be no better than guessing") for w in warned.values())
     page = html.unescape(Path(row["report"]).read_text())
     for name, w in warned.items():
         assert f"warning: {name}: {w}" in captured.err

@@ -167,11 +167,13 @@ def test_a_strong_models_low_truthfulqa_is_not_called_chance(tmp_path, capsys):
     out = capsys.readouterr()
     row = [ln.split() for ln in out.out.splitlines() if ln.split()[:1] == ["truthfulqa"]][0]
     assert float(row[2].split("-")[0]) <= 48.0, out.out      # the interval reaches chance
-    assert "truthfulqa: at or near chance" not in out.err, out.err
+    assert "truthfulqa: its 95% interval" not in out.err, out.err
     tqa, arc = load_score_link("truthfulqa"), load_score_link("arc")
-    assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=True).startswith("at or near chance")
+    assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=True).startswith("its 95% interval")
     assert member_warning(tqa, 0.44, 0.40, 0.47, guessing=False) is None
-    assert member_warning(arc, 0.27, 0.25, 0.30, guessing=False).startswith("at or near chance")
+    assert member_warning(arc, 0.27, 0.25, 0.30, guessing=False) == (
+        "its 95% interval (25% to 30%) reaches down to chance (25%): the score may be no better "
+        "than guessing")
 
 
 def test_atlas_runs_sorts_checkpoints_by_name_or_prediction(suite_runs, capsys):

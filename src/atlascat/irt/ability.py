@@ -117,6 +117,14 @@ def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=
                       dtype=dtype, memory_limit=memory_limit)
 
 
+def fscores(y: np.ndarray, bank: ItemBank, *, device="cpu", memory_limit=None):
+    """(theta, se): EAP scores of ``y`` (subjects x the bank's items, NaN = missing) as mirt's
+    ``fscores`` and :func:`eap` give them by default (N(0, 1), 121 nodes on [-6, 6]; float64
+    on ``device``): the scores a calibration result carries, whatever grid the fit used."""
+    return _eap_array(np.asarray(y, dtype=float), bank, SCORE_QUADPTS, THETA_RANGE, 0.0, 1.0,
+                      device=device, memory_limit=memory_limit)
+
+
 def _resident_scores(y, bank: ItemBank):
     """Scores on a device, checked there: (subjects, bank items), in [0, 1] or NaN."""
     xp = arrays.namespace(y)

@@ -479,6 +479,13 @@ class Calibrator:
             result.dropped_items = dropped
             result.filter_report = report
             result.settings = settings
+        if result.groups is None:   # a group's subjects are scored under its own prior
+            # the subjects' scores as mirt's fscores and atlas score give them on the bank
+            # (EAP, N(0, 1), 121 nodes on [-6, 6]); the fit's own grid is the EM's only
+            from .ability import fscores
+
+            result.theta, result.theta_se = fscores(values, result.bank, device=self.device,
+                                                    memory_limit=self.memory_limit)
         result.n_observations = float(responses.n_subjects if w is None else np.sum(w))
         result.n_parameters = n_parameters(model, len(item_ids))
         if result.groups is not None:   # each other group's mean and variance
@@ -668,7 +675,8 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
 
     Returns a :class:`CalibrationResult`: the bank, log-likelihood (and its trace per EM
     iteration), iterations, convergence flag, time, the subjects' EAP thetas (in the order of
-    ``subject_ids``), AIC / BIC, standard errors with ``se=True`` and what filtering dropped.
+    ``subject_ids``; mirt's ``fscores``, as :func:`~atlascat.irt.ability.estimate_ability` on the
+    bank: 121 nodes, whatever ``quadpts`` the fit took), AIC / BIC, standard errors with ``se=True`` and what filtering dropped.
     """
     weights = settings.pop("weights", None)
     groups = settings.pop("groups", None)

@@ -18,9 +18,10 @@ import pandas as pd
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
 from .defaults import (MAX_ITER, MIN_MINORITY, PREDICTION_MIN_SOURCES, QUADPTS,
-                       SUBJECTS_PER_PARAMETER, THETA_RANGE, TOL, IdentificationWarning)
+                       SCORE_QUADPTS, SUBJECTS_PER_PARAMETER, THETA_RANGE, TOL,
+                       IdentificationWarning)
 from .polybank import PolyBank
-from .polyfit import encode, fit_ordinal
+from .polyfit import eap_codes, encode, fit_ordinal
 from .priors import parse_prior
 from .result import CalibrationResult
 
@@ -316,6 +317,10 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         n_observations=float(len(sids) if w is None else np.sum(w)), latent_variance=var,
         dropped_items=dropped,
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
+    # the subjects' scores as mirt's fscores and atlas score give them on the written bank
+    # (EAP, N(0, 1), 121 nodes on [-6, 6]); the fit's own grid (quadpts) is the EM's only
+    result.theta, result.theta_se = eap_codes(data.codes, bank.models, bank.params,
+                                              SCORE_QUADPTS)
     from .dimensionality import record
     from .gsquare import g2
     from .quadrature import normal_quadrature

@@ -113,6 +113,25 @@ def indicators(codes, kmax: int) -> np.ndarray:
     return Y
 
 
+def eap_codes(codes, models, params, quadpts: int, theta_range=THETA_RANGE,
+              prior_mean: float = 0.0, prior_sd: float = 1.0):
+    """EAP theta and posterior SD of category codes (n, m; NaN = missing) under ordinal items
+    ``models`` / ``params`` and a N(``prior_mean``, ``prior_sd``^2) prior on ``quadpts``
+    nodes over ``theta_range`` (``atlas score``'s and the calibration result's scores)."""
+    codes = np.asarray(codes, dtype=float)
+    m, kmax = params.shape[0], params.shape[1]
+    quad = normal_quadrature(int(quadpts), theta_range, prior_mean, prior_sd)
+    x = quad.nodes
+    lp = poly.log_prob(models, params, x)
+    lp = np.where(np.isfinite(lp), lp, 0.0)
+    L = indicators(codes, kmax) @ lp.transpose(0, 2, 1).reshape(m * kmax, len(x)) \
+        + quad.log_weights
+    post = np.exp(L - L.max(axis=1, keepdims=True))
+    post /= post.sum(axis=1, keepdims=True)
+    th = post @ x
+    return th, np.sqrt(np.clip(post @ (x * x) - th * th, 0.0, None))
+
+
 def start_params(data: OrdinalData, weights, models) -> np.ndarray:
     """Start values: a = 1; graded d_k = logit of the share of responses >= k, GPCM d_k =
     log(p_k / p_0) (the a = 0 solution), from the weighted category shares."""

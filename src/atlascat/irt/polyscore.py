@@ -35,8 +35,7 @@ from ..errors import ConfigError
 from . import polytomous as poly
 from .defaults import PREDICTION_PRIOR_SD, SCORE_QUADPTS, THETA_RANGE
 from .polybank import PolyBank
-from .polyfit import indicators
-from .quadrature import normal_quadrature
+from .polyfit import eap_codes, indicators
 
 __all__ = ["ordinal_codes", "aligned_ratings", "score_ordinal", "estimate_ordinal",
            "predict_mean_rating"]
@@ -160,21 +159,14 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
     codes = np.asarray(codes, dtype=float)
     obs = ~np.isnan(codes)
     n_obs = obs.sum(axis=1)
+    if method == "eap":
+        th, se = eap_codes(codes, bank.models, bank.params, quadpts, theta_range, prior_mean,
+                           prior_sd)
+        flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
+        return th, se, n_obs, flag
     kmax = bank.params.shape[1]
     Y = indicators(codes, kmax)
     m = len(bank)
-    if method == "eap":
-        quad = normal_quadrature(int(quadpts), theta_range, prior_mean, prior_sd)
-        x = quad.nodes
-        lp = poly.log_prob(bank.models, bank.params, x)
-        lp = np.where(np.isfinite(lp), lp, 0.0)
-        L = Y @ lp.transpose(0, 2, 1).reshape(m * kmax, len(x)) + quad.log_weights
-        post = np.exp(L - L.max(axis=1, keepdims=True))
-        post /= post.sum(axis=1, keepdims=True)
-        th = post @ x
-        se = np.sqrt(np.clip(post @ (x * x) - th * th, 0.0, None))
-        flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
-        return th, se, n_obs, flag
     lo, hi = float(bounds[0]), float(bounds[1])
     if not hi > lo:
         raise ConfigError(f"bounds must satisfy low < high, got {bounds}")

@@ -16,7 +16,10 @@ class CalibrationResult:
 
     ``bank`` (ItemBank, or PolyBank for graded / GPCM items), ``loglik`` (marginal
     log-likelihood, without the priors), ``loglik_trace``, ``n_iter``, ``converged``,
-    ``seconds``; ``theta`` and ``theta_se`` (EAP per subject, in the order of ``subject_ids``);
+    ``seconds``; ``theta`` and ``theta_se`` (EAP per subject, in the order of
+    ``subject_ids``: mirt's ``fscores`` on the bank, N(0, 1) and 121 nodes on [-6, 6], as
+    ``estimate_ability`` and ``atlas score`` give them, not the fit's grid; a multiple-group
+    fit's under each group's prior);
     ``aic`` / ``bic`` / ``sabic`` / ``hq`` and :meth:`information_criteria`;
     :meth:`standard_errors` and :meth:`to_frame` (with ``se=True``); ``settings`` (what was
     chosen, ``settings["defaults"]`` with its warnings); ``groups`` (a multiple-group fit,

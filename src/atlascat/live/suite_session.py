@@ -23,6 +23,7 @@ import pandas as pd
 from ..catalogue.bankref import BankRef
 from ..catalogue.suites import SEP
 from ..errors import ConfigError
+from ..scorelink.prediction import chance_reach
 from ..scorelink.score_link import percentile_of
 
 __all__ = ["SuiteLiveSession", "composite_for", "load_live_suite", "suite_ref", "split_item",
@@ -206,7 +207,8 @@ class SuiteLiveSession:
     def prediction(self, stop_reason: str | None = None) -> dict:
         """The suite's result: ``average`` {score, lo, hi, percentile}, ``benchmarks``
         [{name, weight, score, lo, hi, items, percentile[, warning]}] (scores 0-1; the warning
-        as a single bank's: at or near chance, outside the link's calibration models) and
+        as a single bank's: the interval reaches chance, outside the link's calibration models)
+        and
         ``nearest_models`` [{model, agreement}]: the leaderboard models whose answers to the
         asked items were most alike (the joint link's neighbour correction reads their
         errors)."""
@@ -240,7 +242,9 @@ NOT_ASKED = "not asked: predicted from the other benchmarks' answers"
 def member_warning(link, score: float, lo: float, hi: float, *,
                    guessing: bool = True) -> str | None:
     """A member's one-line warning, worded as a single bank's (:func:`atlascat.scorelink.prediction.
-    stop_note`): "at or near chance (<= hi%)" when the 95% interval reaches within 2 points of
+    stop_note`, :func:`~atlascat.scorelink.prediction.chance_reach`): "its 95% interval (lo% to
+    hi%) reaches down to chance (c%): the score may be no better than guessing" when the 95%
+    interval reaches within 2 points of
     the benchmark's chance level (on a benchmark whose models publish well below chance,
     TruthfulQA's mc2: only when no answer of the test can be told from guessing, ``guessing``;
     a strong model that picks the misconceptions publishes 30-46% and is not at chance), else
@@ -251,7 +255,7 @@ def member_warning(link, score: float, lo: float, hi: float, *,
     floor = support.get("floor")
     below = chance is not None and floor is not None and floor < chance - 0.05
     if chance is not None and lo <= chance + 0.02 and (guessing or not below):
-        return f"at or near chance (<= {100 * hi:.0f}%)"
+        return chance_reach(lo, hi, chance)
     low_high = support.get("score_range")
     if low_high is not None and not low_high[0] <= score <= low_high[1]:
         return (f"outside the link's calibration models (their scores "

@@ -82,15 +82,30 @@ def level(value: float, scale=None) -> str:
     return f"{100 * value:.0f}%" if scale is None else on_scale(value, scale)
 
 
+def chance_reach(lo: float, hi: float, chance: float, scale=None,
+                 floor_word: str = "chance") -> str:
+    """The note of a score whose 95% interval (``lo``, ``hi``) reaches within 2 points of
+    ``chance``: "its 95% interval (49% to 81%) reaches down to chance (50%): the score may be no
+    better than guessing" ("nearly down to" when ``lo`` stays just above chance); the score
+    itself may be far above chance (:func:`level` on a metric's ``scale``; a link that knows no
+    chance level, ``floor_word`` "the bottom of the scale": no word of guessing)."""
+    to = "down to" if lo <= chance else "nearly down to"
+    guess = ": the score may be no better than guessing" if floor_word == "chance" else ""
+    return (f"its 95% interval ({level(lo, scale)} to {level(hi, scale)}) reaches {to} "
+            f"{floor_word} ({level(chance, scale)}){guess}")
+
+
 def stop_note(prediction: ScorePrediction, stop_reason: str | None,
               chance: float | None = None, scale=None, floor_word: str = "chance") -> str | None:
     """The one-line note of an adaptive test stopped by the floor / ceiling rule (or by the
     score-precision rule with chance inside the interval):
     "at or near chance (<= X%)" (X = the upper bound; "at or near the bottom of the link's
     data" when chance is excluded by the interval) or "at or near the top (>= X%)" (X = the
-    lower bound; on a metric's own ``scale`` (low, high) when given, :func:`level`); None for
-    any other stop reason. ``floor_word``: what the lowest score is called (a link that knows
-    no chance level: "the bottom of the scale", :attr:`ScoreLink.floor_word`)."""
+    lower bound; on a metric's own ``scale`` (low, high) when given, :func:`level`); stopped
+    by the score-precision or information rule, :func:`chance_reach` (the interval reaches
+    chance, the score may not be near it); None for any other stop reason. ``floor_word``: what
+    the lowest score is called (a link that knows no chance level: "the bottom of the scale",
+    :attr:`ScoreLink.floor_word`)."""
     if stop_reason == "floor":
         where = (f"at or near {floor_word}" if chance is None or prediction.lo <= chance + 0.02
                  else "at or near the bottom of the link's data")
@@ -100,7 +115,7 @@ def stop_note(prediction: ScorePrediction, stop_reason: str | None,
     if (stop_reason in ("score_precision", "min_information") and chance is not None
             and prediction.lo <= chance + 0.02):
         # stopped where more items cannot help and chance cannot be excluded
-        return f"at or near {floor_word} (<= {level(prediction.hi, scale)})"
+        return chance_reach(prediction.lo, prediction.hi, chance, scale, floor_word)
     return None
 
 
