@@ -352,30 +352,34 @@ def _louis_hessian(post, y, w, D, idx, lat_scores, batch_cells, progress, n_free
 
     n, Q = post.shape
     jj, kk = idx[:, 0], idx[:, 1]
-    n_cat = D.shape[3]
-    yj = y[:, jj]                                                     # (n, P)
-    ind = [(yj == c).astype(float) for c in range(n_cat)]
-    Dsel = D[jj, kk]                                                  # (P, Q, C)
-    S = sum(ind[c] * (post @ Dsel[:, :, c].T) for c in range(n_cat))  # posterior means
+    Pi, n_cat = len(jj), D.shape[3]
+    yj = np.ascontiguousarray(y[:, jj])                               # (n, Pi)
+    Dsel = D[jj, kk]                                                  # (Pi, Q, C)
+    S = np.zeros((n, Pi))                                             # posterior means
+    for c in range(n_cat):
+        S += (yj == c) * (post @ Dsel[:, :, c].T)
+    # the score at node q is a look-up: entry p C + y_ip of D[., q, .] (the last: 0, missing)
+    look = np.ascontiguousarray(np.where(yj >= 0, np.arange(Pi) * n_cat + yj, Pi * n_cat))
+    table = np.zeros(Pi * n_cat + 1)
     n_lat = 0 if lat_scores is None else lat_scores.shape[0]
     if n_lat:
         T = np.einsum("nq,lnq->nl", post, lat_scores)
-    P = len(jj) + n_lat
+    P = Pi + n_lat
     M = np.zeros((P, P), order="F")
-    sw = np.sqrt(w)
-    step = max(1, int(batch_cells // max(1, n * P)))
+    root = np.sqrt(w[:, None] * post)                                 # (n, Q)
+    step = min(Q, max(1, int(batch_cells // max(1, n * P))))
+    buf = np.empty((step, n, P))                 # one block, reused (no fresh pages per block)
     for start in range(0, Q, step):
         qs = range(start, min(Q, start + step))
-        A = np.empty((n, len(qs), P))
+        A = buf[:len(qs)]
         for b, q in enumerate(qs):
-            Aq = A[:, b, :len(jj)]
-            np.multiply(ind[0], Dsel[:, q, 0], out=Aq)
-            for c in range(1, n_cat):
-                Aq += ind[c] * Dsel[:, q, c]
+            Aq = A[b, :, :Pi] if n_lat else A[b]
+            table[:-1] = Dsel[:, q, :].reshape(-1)
+            np.take(table, look, out=Aq, mode="clip")
             Aq -= S
             if n_lat:
-                A[:, b, len(jj):] = lat_scores[:, :, q].T - T
-            A[:, b, :] *= (sw * np.sqrt(post[:, q]))[:, None]
+                A[b, :, Pi:] = lat_scores[:, :, q].T - T
+            A[b] *= root[:, q:q + 1]
         M = dsyrk(1.0, A.reshape(-1, P).T, beta=1.0, c=M, trans=0, overwrite_c=1)
         if progress is not None:
             progress(int(n_free * (start + len(qs)) / Q), n_free)
