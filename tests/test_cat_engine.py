@@ -143,7 +143,7 @@ class TestEstimation:
         h = s.history
         y = np.full(len(arc_bank), np.nan)
         y[arc_bank.index_of(h["item_id"])] = h["score"].to_numpy()
-        theta, se = eap(y[None, :], arc_bank)  # mirt defaults: 61 nodes on [-6, 6]
+        theta, se = eap(y[None, :], arc_bank, quadpts=config.estimation.quadpts)  # 61 on [-6, 6]
         assert s.theta == pytest.approx(theta[0], abs=1e-12)
         assert s.se == pytest.approx(se[0], abs=1e-12)
 
@@ -172,7 +172,7 @@ class TestEstimation:
         s2.record("514", 0.25)
         y = np.full(len(arc_bank), np.nan)
         y[arc_bank.index_of(["514"])[0]] = 0.25
-        theta, se = eap(y[None, :], arc_bank)
+        theta, se = eap(y[None, :], arc_bank, quadpts=CATConfig().estimation.quadpts)
         assert s1.theta == pytest.approx(theta[0], abs=1e-12)
         assert s2.se == pytest.approx(se[0], abs=1e-12)
 

@@ -15,6 +15,7 @@ from atlascat.errors import AtlasError, ConfigError
 from atlascat.studies import protocol
 from atlascat.studies.protocol import BenchmarkConfig, BenchmarkRun, run_benchmark
 from atlascat.irt.ability import eap, estimate_ability
+from atlascat.irt.defaults import QUADPTS
 from atlascat.irt.bank import ItemBank
 from atlascat.responses import ResponseMatrix
 
@@ -75,7 +76,8 @@ class TestProtocol:
         for method in ("Anchor-20", "D-optimal-20"):
             items = run.forms.loc[run.forms["method"] == method, "item_id"].astype(str)
             sub = run.bank.subset(items.to_numpy())
-            theta, se = eap(test.subset(items=items.to_numpy()).values, sub)
+            # the protocol scores on its config's grid (61 nodes), not eap's default (121)
+            theta, se = eap(test.subset(items=items.to_numpy()).values, sub, quadpts=QUADPTS)
             got = run.persons[run.persons["method"] == method]
             np.testing.assert_allclose(got["theta"], theta, atol=1e-10)
             np.testing.assert_allclose(got["se"], se, atol=1e-10)
