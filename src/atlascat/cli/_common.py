@@ -440,6 +440,15 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, know
     return rm, bank
 
 
+def write_scores_csv(df, output) -> None:
+    """A score table written whole or not at all (8 significant digits), its folder made."""
+    from ..validation import write_guard
+
+    with write_guard(output):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(output, index=False, float_format="%.8g")
+
+
 def wrote_line(*paths) -> str:
     """"wrote A", "wrote A and B", "wrote A, B and C": the files a command wrote (None
     skipped), each named once."""

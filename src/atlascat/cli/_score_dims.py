@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._common import align_items, console, load_responses, print_frame
+from ._common import align_items, console, load_responses, print_frame, write_scores_csv
 
 #: what a multidimensional bank is scored by, said when something else is asked
 SUPPORTED = ("a multidimensional bank is scored by --method eap or map (mirt's fscores; wle "
@@ -45,11 +45,7 @@ def score_dims_cmd(responses, bank, method: str, output, *, freq_column, normali
     res = score_multidim(rm, bk, method, quadpts=quadpts, rotate=rotate)
     df = _with_mean_score(res.to_frame(), rm, bk)
     if output is not None:
-        from ..validation import write_guard
-
-        with write_guard(output):
-            output.parent.mkdir(parents=True, exist_ok=True)
-            df.to_csv(output, index=False, float_format="%.8g")
+        write_scores_csv(df, output)
         console.print(f"wrote {len(df)} scores ({method}, {bk.n_dims} dimensions) to {output}")
     else:
         print_frame(df, title=f"theta by {method.upper()} ({len(bk)} items, {bk.n_dims} "

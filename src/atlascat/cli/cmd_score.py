@@ -9,7 +9,7 @@ import typer
 from ..irt.defaults import SCORE_QUADPTS, THETA_RANGE
 from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
                       load_responses, output_file, print_frame, quiet_option, se_line,
-                      warn)
+                      warn, write_scores_csv)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -315,11 +315,7 @@ def _show(df, output, method: str, n_bank_items: int, rm, n_form=None) -> None:
     them as ``rm`` (the responses on the bank's items) answers, or a ``--form``'s ``n_form``),
     then the count and the median SE."""
     if output is not None:
-        from ..validation import write_guard
-
-        with write_guard(output):
-            output.parent.mkdir(parents=True, exist_ok=True)
-            df.to_csv(output, index=False, float_format="%.8g")
+        write_scores_csv(df, output)
         console.print(f"wrote {len(df)} scores ({method}) to {output}")
     else:
         print_frame(df, title=f"theta by {method.upper()} "
