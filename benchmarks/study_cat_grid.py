@@ -20,7 +20,9 @@ Per shipped bank (arc, gsm8k, hellaswag, mmlu, truthfulqa, winogrande):
    information SE, against the same with K = 481; in points, beside the 95% interval's
    half-width;
 4. end to end: the whole test rerun with ``CATConfig(quadpts=K)`` (the grid also steers the
-   item choice and the stop), final theta / score / length against the 481-node run's;
+   item choice and the stop), final theta / score / length against the 481-node run's; as
+   a yardstick, the 481-node run with seed + 1 (other randomesque draws, the test-retest
+   variation of the CAT itself);
 5. cost: seconds per step of the posterior update + EAP for one examinee (what CATSession does
    per answer, ``log_post += y lp_j + (1 - y) lq_j`` then mean / SD on the grid), for a batch of
    all sampled models (``simulate_cat``'s), and a CATSession's whole next_item + record step.
@@ -117,11 +119,17 @@ def end_to_end(bench, ref, sub, seed):
         t0 = time.perf_counter()
         runs[k] = simulate_adaptive(ref, responses=sub, seed=seed, config=CATConfig(quadpts=k))
         secs[k] = time.perf_counter() - t0
+    # the yardstick: the same 481-node test with another seed (other randomesque draws)
+    other = f"{REF}, seed+1"
+    t0 = time.perf_counter()
+    runs[other] = simulate_adaptive(ref, responses=sub, seed=seed + 1,
+                                    config=CATConfig(quadpts=REF))
+    secs[other] = time.perf_counter() - t0
     base = runs[REF].persons
     seq = runs[REF].administered.groupby("subject_id", sort=False)["item_id"].agg(tuple)
     half = 100 * (base["score_hi"] - base["score_lo"]).to_numpy() / 2
     out = []
-    for k in GRIDS:
+    for k in GRIDS + [other]:
         p = runs[k].persons
         assert (p["subject_id"].to_numpy() == base["subject_id"].to_numpy()).all()
         s = runs[k].administered.groupby("subject_id", sort=False)["item_id"].agg(tuple)
