@@ -29,6 +29,22 @@ from .se import StandardErrors, binary_parts
 __all__ = ["GroupStandardErrors", "group_standard_errors"]
 
 
+def _latent_vector(means, variances, rasch: bool) -> np.ndarray:
+    """mirt's order of the latent parameters: each non-reference group's mean and variance,
+    then (Rasch) the reference group's variance."""
+    return np.concatenate([np.column_stack([means[1:], variances[1:]]).reshape(-1),
+                           [variances[0]] if rasch else []])
+
+
+def _split_latent(p, n_groups: int, rasch: bool):
+    """(means, variances) of every group from :func:`_latent_vector`'s ``p`` (the reference's
+    mean 0, its variance 1 unless Rasch)."""
+    G = n_groups
+    mu = np.concatenate([[0.0], p[0:2 * (G - 1):2]])
+    var = np.concatenate([[p[-1] if rasch else 1.0], p[1:2 * (G - 1):2]])
+    return mu, var
+
+
 @dataclass
 class GroupStandardErrors(StandardErrors):
     """:class:`atlascat.irt.se.StandardErrors` of the items, with the groups' latent means and
@@ -54,15 +70,12 @@ class GroupStandardErrors(StandardErrors):
             raise ConfigError(f"scale must be 'fitted' or 'standard', not {scale!r}")
         G = len(self.group_labels)
         rasch = self.latent_variance is not None
-        phi = np.concatenate([np.column_stack([self.group_means[1:], self.group_vars[1:]]
-                                              ).reshape(-1), [self.latent_variance] if rasch
-                              else []])
+        phi = _latent_vector(self.group_means, self.group_vars, rasch)
         C = self._latent_cov()
 
         def values(p):
-            means = np.concatenate([[0.0], p[0:2 * (G - 1):2]])
-            v0 = p[-1] if rasch else 1.0
-            variances = np.concatenate([[v0], p[1:2 * (G - 1):2]])
+            means, variances = _split_latent(p, G, rasch)
+            v0 = variances[0]
             if scale == "standard":
                 means, variances = means / np.sqrt(v0), variances / v0
             return np.concatenate([means, variances, np.sqrt(variances)])
@@ -97,16 +110,10 @@ def group_standard_errors(values, weights, fit: dict, item_model, group_index, l
     variances = np.asarray(fit["group_vars"], dtype=float)
     G = len(means)
     rasch = item_model.model == "rasch"
-    phi = np.concatenate([np.column_stack([means[1:], variances[1:]]).reshape(-1),
-                          [variances[0]] if rasch else []])
-
-    def split(p):
-        mu = np.concatenate([[0.0], p[0:2 * (G - 1):2]])
-        var = np.concatenate([[p[-1] if rasch else 1.0], p[1:2 * (G - 1):2]])
-        return mu, var
+    phi = _latent_vector(means, variances, rasch)
 
     def log_weights(p):
-        mu, var = split(p)
+        mu, var = _split_latent(p, G, rasch)
         # N(m, v) at the nodes, normalized: the grid weights of the group's E-step
         return np.stack([grid_log_weights(nodes - m, v) for m, v in zip(mu, var)])
 
