@@ -67,6 +67,7 @@ __all__ = [
     "DimensionSelection",
     "select_dimension",
     "product_grid",
+    "grid_eap",
     "simulate_responses",
     "varimax",
     "procrustes",
@@ -261,6 +262,22 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
     nodes = np.stack([g.ravel() for g in grids], axis=1)
     logw = -0.5 * (nodes**2).sum(axis=1)
     return nodes, logw - logsumexp(logw)
+
+
+def grid_eap(y, obs, bank, quadpts=None, theta_range=THETA_RANGE, block_cells=2_000_000):
+    """EAP means (n, K), covariances (n, K, K) of 0/1 ``y`` (``obs``: answered), in blocks."""
+    nodes, logw = product_grid(bank.n_dims, quadpts, theta_range)
+    z = nodes @ bank.loadings.T + bank.intercepts            # (Q, J)
+    lp, lq = log_expit(z).T, log_expit(-z).T
+    y1, y0 = np.where(obs, y, 0.0), np.where(obs, 1.0 - np.nan_to_num(y), 0.0)
+    outer = (nodes[:, :, None] * nodes[:, None, :]).reshape(len(nodes), -1)
+    n, k = y.shape[0], bank.n_dims
+    mean, second = np.empty((n, k)), np.empty((n, k * k))
+    step = max(1, block_cells // len(nodes))
+    for s in range(0, n, step):
+        post = _normalize_rows(y1[s:s + step] @ lp + y0[s:s + step] @ lq + logw)[0]
+        mean[s:s + step], second[s:s + step] = post @ nodes, post @ outer
+    return mean, second.reshape(n, k, k) - mean[:, :, None] * mean[:, None, :]
 
 
 def simulate_responses(bank: MultidimBank, theta, rng: np.random.Generator) -> np.ndarray:
@@ -516,10 +533,7 @@ class MultidimIRT:
         obs = _check_binary(y)
         if self.bank_.n_dims > 3:
             raise ConfigError("grid EAP is available for K <= 3; use predict_proba for larger K")
-        post, nodes = self._grid_posterior(y, obs, self.bank_)
-        mean = post @ nodes
-        second = np.einsum("nq,qk,ql->nkl", post, nodes, nodes)
-        return mean, second - mean[:, :, None] * mean[:, None, :]
+        return grid_eap(y, obs, self.bank_, self.quadpts if self.bank_.n_dims <= 2 else 15)
 
     # ---------------------------------------------------------------- internals
     def _bank_values(self, responses) -> np.ndarray:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from ..errors import ConfigError, ResponseDataError
 from .defaults import THETA_RANGE
@@ -104,7 +104,9 @@ def score_multidim(responses, bank, method: str = "eap", *, quadpts: int | None 
         if q ** bank.n_dims > MAX_NODES:
             raise ConfigError(f"an EAP grid of {q}^{bank.n_dims} nodes is over {MAX_NODES:,}; "
                               "use method='map' or fewer quadpts")
-        theta, cov = _eap(y, obs, bank, q, theta_range)
+        from .multidim import grid_eap
+
+        theta, cov = grid_eap(y, obs, bank, q, theta_range, _BLOCK_CELLS)
     else:
         q = None
         theta, cov = _map(y, obs, bank, int(max_iter), float(tol))
@@ -135,26 +137,6 @@ def _responses(responses, bank):
         raise ResponseDataError(f"responses must be a (subjects x {len(bank)} items) array in the "
                                 f"bank's item order; got shape {y.shape}")
     return y, np.array([f"s{i}" for i in range(y.shape[0])], dtype=object)
-
-
-def _eap(y, obs, bank, quadpts: int, theta_range):
-    """Posterior means (n, K) and covariances (n, K, K) on the product grid."""
-    from .multidim import _normalize_rows, product_grid
-
-    nodes, logw = product_grid(bank.n_dims, quadpts, theta_range)
-    z = nodes @ bank.loadings.T + bank.intercepts            # (Q, J)
-    lp, lq = log_expit(z).T, log_expit(-z).T
-    y1 = np.where(obs, y, 0.0)
-    y0 = obs - y1
-    outer = (nodes[:, :, None] * nodes[:, None, :]).reshape(len(nodes), -1)
-    n, k = y.shape[0], bank.n_dims
-    mean, second = np.empty((n, k)), np.empty((n, k * k))
-    step = max(1, _BLOCK_CELLS // len(nodes))
-    for s in range(0, n, step):
-        post = _normalize_rows(y1[s:s + step] @ lp + y0[s:s + step] @ lq + logw)[0]
-        mean[s:s + step] = post @ nodes
-        second[s:s + step] = post @ outer
-    return mean, second.reshape(n, k, k) - mean[:, :, None] * mean[:, None, :]
 
 
 def _map(y, obs, bank, max_iter: int, tol: float):
