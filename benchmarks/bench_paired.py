@@ -141,8 +141,9 @@ def evaluate_pairs(p, scale) -> dict:
     return out
 
 
-def run(bench, seed, lengths, shared=0):
-    t0 = time.perf_counter()
+def split_and_fit(bench, seed):
+    """The models with a published score, split 80/20 (seeded, stratified), and the bank and
+    score link fitted on the train part: (scores, train, test, bank, link, info)."""
     rm = population_matrix(bench, SHARED / "items", population="union")
     scores = load_published_scores(SHARED / "leaderboard_scores.csv.gz", bench)
     has = np.isfinite(scores.reindex(rm.subject_ids.astype(str)).to_numpy(float))
@@ -150,6 +151,12 @@ def run(bench, seed, lengths, shared=0):
     train, test = stratified_split(rm, test_size=0.2, rng=np.random.default_rng(seed))
     bank, link, info = fit_bank_and_link(train, scores, bench=bench, seed=seed,
                                          leaderboard_scores=scores.to_numpy(float))
+    return scores, train, test, bank, link, info
+
+
+def run(bench, seed, lengths, shared=0):
+    t0 = time.perf_counter()
+    scores, train, test, bank, link, info = split_and_fit(bench, seed)
     parts = {}
     for name, part in (("train", train), ("test", test)):
         y = part.aligned_values(bank.item_ids, extra="ignore")

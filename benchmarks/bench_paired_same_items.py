@@ -42,10 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_paired import SHARED, replay  # noqa: E402
-from atlascat.filtering import stratified_split  # noqa: E402
-from atlascat.live.build_bank import (fit_bank_and_link, load_published_scores,  # noqa: E402
-                                      population_matrix)
+from bench_paired import SHARED, replay, split_and_fit  # noqa: E402
 from atlascat.studies.paired import PAIR_SCALE, excess_agreement, limits_difference  # noqa: E402
 from atlascat.errors import ConfigError  # noqa: E402
 from atlascat.scorelink.settings import Z95  # noqa: E402
@@ -200,13 +197,7 @@ def alike_pairs(y, asked, top=0.01, chunk=20000):
 
 def run(bench, seed, n_random, random_items, n_boot):
     t0 = time.perf_counter()
-    rm = population_matrix(bench, SHARED / "items", population="union")
-    scores = load_published_scores(SHARED / "leaderboard_scores.csv.gz", bench)
-    has = np.isfinite(scores.reindex(rm.subject_ids.astype(str)).to_numpy(float))
-    rm = rm.subset(subjects=has)
-    train, test = stratified_split(rm, test_size=0.2, rng=np.random.default_rng(seed))
-    bank, link, _ = fit_bank_and_link(train, scores, bench=bench, seed=seed,
-                                      leaderboard_scores=scores.to_numpy(float))
+    scores, train, test, bank, link, _ = split_and_fit(bench, seed)
     yt = train.aligned_values(bank.item_ids, extra="ignore")
     yt = yt[np.isfinite(yt).mean(1) >= 0.9]
     yt = yt[np.random.default_rng([seed, 41]).permutation(len(yt))[:600]]
