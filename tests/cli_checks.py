@@ -50,3 +50,22 @@ def wait_for(cond, what: str, limit: float = 600.0) -> None:
     while not cond():
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.02)
+
+
+def two_factor_answers(n_subjects: int, n_items: int, seed: int):
+    """(bank, answers): a two-factor 2PL with simple structure (the first half of the items on
+    factor 1, the rest on factor 2, slopes U(1.2, 2)) and its simulated 0/1 answers as a frame
+    (subjects s0.. x items i0..), for the multidimensional commands' tests."""
+    import numpy as np
+    import pandas as pd
+
+    from atlascat.irt.multidim import MultidimBank, simulate_responses
+
+    rng = np.random.default_rng(seed)
+    half = n_items // 2
+    A = np.zeros((n_items, 2))
+    A[:half, 0], A[half:, 1] = rng.uniform(1.2, 2, half), rng.uniform(1.2, 2, n_items - half)
+    bank = MultidimBank([f"i{j}" for j in range(n_items)], A, np.linspace(-1, 1, n_items))
+    y = simulate_responses(bank, rng.standard_normal((n_subjects, 2)), rng).astype(int)
+    return bank, pd.DataFrame(y, index=[f"s{i}" for i in range(n_subjects)],
+                              columns=bank.item_ids).rename_axis("subject")

@@ -14,8 +14,9 @@ import pytest
 
 from atlascat.cli import main
 from atlascat.errors import ConfigError
-from atlascat.irt.multidim import MultidimBank, simulate_responses
+from atlascat.irt.multidim import MultidimBank
 from atlascat.irt.multidimcal import calibrate_multidim, marginal_loglik
+from cli_checks import two_factor_answers
 
 DATA = Path(__file__).parent / "data"
 REF = DATA / "calibrate_dims"
@@ -25,14 +26,8 @@ CORR2F = str(DATA / "oblimin" / "corr2f.csv")
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     """400 subjects x 8 items, two factors (simple structure): a fast CSV."""
-    rng = np.random.default_rng(3)
-    A = np.zeros((8, 2))
-    A[:4, 0], A[4:, 1] = rng.uniform(1.2, 2, 4), rng.uniform(1.2, 2, 4)
-    bank = MultidimBank([f"i{j}" for j in range(8)], A, np.linspace(-1, 1, 8))
-    y = simulate_responses(bank, rng.standard_normal((400, 2)), rng)
     path = tmp_path_factory.mktemp("dims") / "small.csv"
-    pd.DataFrame(y.astype(int), index=[f"s{i}" for i in range(400)],
-                 columns=bank.item_ids).rename_axis("subject").to_csv(path)
+    two_factor_answers(400, 8, seed=3)[1].to_csv(path)
     return str(path)
 
 

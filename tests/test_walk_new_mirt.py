@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from atlascat.errors import BankError, ConfigError
-from atlascat.irt.multidim import MultidimBank, simulate_responses
-from cli_checks import one_line_error, run_cli
+from cli_checks import one_line_error, run_cli, two_factor_answers
 
 DATA = Path(__file__).parent / "data"
 GROUPS_DATA = DATA / "mirt_groups"
@@ -24,14 +23,8 @@ GROUPS = str(GROUPS_DATA / "groups.csv")
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     """300 subjects x 6 items, two factors: (the responses CSV, a 2-D bank file, a 3-item CSV)."""
-    rng = np.random.default_rng(11)
-    A = np.zeros((6, 2))
-    A[:3, 0], A[3:, 1] = rng.uniform(1.2, 2, 3), rng.uniform(1.2, 2, 3)
-    bank = MultidimBank([f"i{j}" for j in range(6)], A, np.linspace(-1, 1, 6))
-    y = simulate_responses(bank, rng.standard_normal((300, 2)), rng).astype(int)
+    bank, frame = two_factor_answers(300, 6, seed=11)
     folder = tmp_path_factory.mktemp("walk")
-    frame = pd.DataFrame(y, index=[f"s{i}" for i in range(300)],
-                         columns=bank.item_ids).rename_axis("subject")
     frame.to_csv(folder / "small.csv")
     frame.iloc[:, :3].to_csv(folder / "three.csv")
     bank.write(folder / "mbank.csv")
