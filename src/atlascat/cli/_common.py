@@ -440,6 +440,20 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, know
     return rm, bank
 
 
+def group_keywords(groups, reference_group) -> dict:
+    """--groups read (:func:`atlascat.irt.groups.read_groups`) with --reference-group, as
+    ``calibrate``'s keywords; nothing without --groups (--reference-group alone refused)."""
+    if groups is None:
+        if reference_group is not None:
+            from ..errors import ConfigError
+
+            raise ConfigError("--reference-group needs --groups")
+        return {}
+    from ..irt.groups import read_groups
+
+    return {"groups": read_groups(groups), "reference_group": reference_group}
+
+
 def write_scores_csv(df, output) -> None:
     """A score table written whole or not at all (8 significant digits), its folder made."""
     from ..validation import write_guard

@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from ..irt.defaults import QUADPTS
-from ._common import (RESPONSES_HELP, console, load_responses, output_file, print_frame,
-                      progress_bar)
+from ._common import (RESPONSES_HELP, console, group_keywords, load_responses, output_file,
+                      print_frame, progress_bar)
 
 
 def _binary_models_need_01(values, binary: list, responses: str) -> None:
@@ -101,15 +101,6 @@ def _fit_all(rm, weights, asked, quadpts: int, grouping: dict) -> list:
     return fits
 
 
-def _grouping(groups, reference_group) -> dict:
-    """--groups read (before the responses) with --reference-group, as calibrate's keywords."""
-    if groups is None:
-        return {}
-    from ..irt.groups import read_groups
-
-    return {"groups": read_groups(groups), "reference_group": reference_group}
-
-
 def _not_nested_line(fits, names) -> str:
     """Why no likelihood-ratio test: the models are not nested, or two of them are one model on
     these data (a graded or GPCM item with two categories is the 2PL)."""
@@ -178,7 +169,7 @@ def register(app: typer.Typer) -> None:
         asked = _asked(names, dims, groups is not None)
         names = [a[0] for a in asked]
         output_file(output, inputs={"RESPONSES": responses})
-        grouping = _grouping(groups, reference_group)
+        grouping = group_keywords(groups, reference_group)
         rm, weights = _read_data(responses, [a[1] for a in asked], freq_column, normalize_ids,
                                  "keep" if grouping else "drop")
         fits = _fit_all(rm, weights, asked, quadpts, grouping)

@@ -9,8 +9,8 @@ import typer
 
 from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
-from ._common import (RESPONSES_HELP, console, json_safe, load_responses, output_file,
-                      next_stage, progress_bar, quiet_option, subjects_text, warn,
+from ._common import (RESPONSES_HELP, console, group_keywords, json_safe, load_responses,
+                      output_file, next_stage, progress_bar, quiet_option, subjects_text, warn,
                       whole_ratings, wrote_line)
 
 
@@ -158,7 +158,7 @@ def calibrate_command(
     name = _checked_options(locals())   # the choices, --name, the output files
     if dims is not None:
         return _calibrate_dims(locals())
-    grouping = _grouping(groups, reference_group)   # read before the responses
+    grouping = group_keywords(groups, reference_group)   # read before the responses
     def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
 
@@ -289,20 +289,6 @@ def _binary_only(prior_c, prior_u, partition_size, link, filter_, seed, converge
             "--convergence": convergence != CONVERGENCE, "--dtype": dtype != "float64",
             "--device": device != "cpu", "--groups": groups is not None,
             "--reference-group": reference_group is not None}
-
-
-def _grouping(groups, reference_group) -> dict:
-    """--groups read (:func:`atlascat.irt.groups.read_groups`) with --reference-group, as
-    ``Calibrator.fit``'s keywords; nothing without --groups."""
-    if groups is None:
-        if reference_group is not None:
-            from ..errors import ConfigError
-
-            raise ConfigError("--reference-group needs --groups")
-        return {}
-    from ..irt.groups import read_groups
-
-    return {"groups": read_groups(groups), "reference_group": reference_group}
 
 
 def _check_choices(fmt: str, convergence: str) -> None:
