@@ -6,9 +6,8 @@ with each subject's posterior under its own group's prior and the latent distrib
 parameters as extra parameters, in mirt's parameterization: each non-reference group's mean
 and variance (mirt's ``MEAN_1`` and ``COV_11``), then the reference group's variance of a
 Rasch fit. Their complete-data scores are sum_g sum_q N_gq d log pi_gq / d phi, pi_gq the
-group's normalized grid weights (as mirt's: its standard errors of the means and variances
-are within 1e-4 of these on tests/data/mirt_groups; with the unnormalized normal density's
-derivatives instead they were 1-3% smaller). The item parameters'
+group's normalized grid weights, as mirt's (its standard errors of the means and variances
+are within 1e-4 of these on tests/data/mirt_groups). The item parameters'
 standard errors are those of :mod:`atlascat.irt.se` (:class:`GroupStandardErrors` is a
 :class:`atlascat.irt.se.StandardErrors`); the groups' are in :meth:`GroupStandardErrors.
 group_frame`, on the fitted scale (mirt's) or on the bank's (a Rasch fit's divided by the
