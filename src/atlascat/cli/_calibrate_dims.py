@@ -17,10 +17,12 @@ SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers on
 def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_a: str,
                        mirt_defaults: bool, quadpts, max_iter: int, tol: float, rotate: str,
                        summary, name, freq_column, normalize_ids: bool, drop_empty: bool,
-                       seed, quiet: bool, unsupported: dict, scores=None) -> None:
+                       seed, quiet: bool, unsupported: dict, scores=None,
+                       fmt: str = "ours") -> None:
     """Fit, write the bank (a1..aK, d), the --summary JSON and the --scores CSV (EAP theta_1..
     theta_K and se_1..se_K on the bank's varimax axes), print the fit and mirt's rotated
-    summary. ``unsupported``: the options given that a K-dimensional fit has no use for."""
+    summary. ``unsupported``: the options given that a K-dimensional fit has no use for;
+    ``fmt`` "mirt": the bank as mirt's coef(mod, simplify = TRUE)$items, X, a1..aK, d, g, u."""
     from ..errors import ConfigError, ResponseDataError
     from ..irt.multidimcal import PRIOR_D_SD
     from ..irt.rotation import ROTATIONS
@@ -51,7 +53,13 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
                           f"{len(rm.item_ids)}")
     res = _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet)
     bank = res.bank if name is None else _named(res.bank, name)
-    bank.write(output)
+    if fmt == "mirt":
+        from ..irt.bank import write_frame
+        from ..irt.multidimframe import mirt_frame
+
+        write_frame(mirt_frame(bank), output)
+    else:
+        bank.write(output)
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         info = {**res.to_dict(rotate), "responses": str(responses), "output": str(output),

@@ -151,7 +151,8 @@ def cli_advice(exc) -> str:
         return (f"point the run at it with atlas evaluate --resume {exc.run_id} --bank NEW_PLACE"
                 + (f" --db {exc.store}" if exc.store else ""))
     if isinstance(exc, BankError) and str(exc).startswith("this is a multidimensional 2PL bank"):
-        return "atlas info (--rotate) and atlas design read it"
+        return ("atlas info (--rotate), atlas score (theta_1..theta_K) and atlas design read "
+                "it")
     if isinstance(exc, UnfinishedRunError):
         return (f"atlas evaluate --resume {exc.run_id}" + (f" --db {exc.store}" if exc.store
                                                           else "") + ", then compare")

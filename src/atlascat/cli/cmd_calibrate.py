@@ -132,7 +132,7 @@ def calibrate_command(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
     fmt: str = typer.Option("ours", "--format",
                             help="Bank format: ours (a,b,c,u; graded/gpcm/pcm: a,b1..) | mirt "
-                                 "(a1,d,g,u; graded/gpcm/pcm: a1,d1..)."),
+                                 "(a1,d,g,u; graded/gpcm/pcm: a1,d1..; --dims: a1..aK,d,g,u)."),
     summary: Optional[Path] = _SUMMARY,
     se: bool = _SE,
     scores: Optional[Path] = _SCORES,
@@ -223,8 +223,8 @@ def _calibrate_dims(opts: dict) -> None:
         max_iter=o["max_iter"], tol=o["tol"], rotate=o["rotate"], summary=o["summary"],
         name=o["name"], freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
         drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], scores=o["scores"],
-        unsupported={"--rating-range": o["rating_range"] is not None, "--se": o["se"],
-                     "--format mirt": o["fmt"] != "ours",
+        fmt=o["fmt"], unsupported={"--rating-range": o["rating_range"] is not None,
+                                   "--se": o["se"],
                      **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
                                     o["filter_"], None, o["convergence"], o["dtype"],
                                     o["device"], o["groups"], o["reference_group"])})

@@ -71,6 +71,38 @@ class MultidimCalibration:
 
         return information_criteria(self.loglik, self.n_parameters, self.n_observations)
 
+    @property
+    def aic(self) -> float:
+        """AIC = -2 l + 2 k (as :attr:`atlascat.CalibrationResult.aic`)."""
+        return self.information_criteria()["aic"]
+
+    @property
+    def bic(self) -> float:
+        """BIC = -2 l + k ln N, N the subjects (pattern frequencies summed)."""
+        return self.information_criteria()["bic"]
+
+    @property
+    def sabic(self) -> float:
+        """Sample-size adjusted BIC = -2 l + k ln((N + 2) / 24)."""
+        return self.information_criteria()["sabic"]
+
+    @property
+    def hq(self) -> float:
+        """Hannan-Quinn criterion = -2 l + 2 k ln ln N."""
+        return self.information_criteria()["hq"]
+
+    def to_frame(self, format: str | None = None):
+        """The item table, one row per item (as :meth:`atlascat.CalibrationResult.to_frame`):
+        "ours" (the default) ``item_id, a1..aK, d``, the bank file; "mirt" mirt's ``coef(mod,
+        simplify = TRUE)$items``, ``X, a1..aK, d, g, u`` (both on the bank's varimax axes)."""
+        if format in (None, "ours"):
+            return self.bank.to_frame()
+        if format == "mirt":
+            from .multidimframe import mirt_frame
+
+            return mirt_frame(self.bank)
+        raise ConfigError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
+
     def factor_loadings(self, rotate: str = "oblimin", **kwargs):
         """mirt's ``summary(mod, rotate=...)``: rotated standardized loadings, communalities
         and factor correlations (:meth:`MultidimBank.factor_loadings`)."""

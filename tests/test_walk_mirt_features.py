@@ -1,0 +1,107 @@
+"""A demanding mirt user's walk of the newest features (multiple groups, the multidimensional
+2PL, rotations, multidimensional scores), side by side with mirt 1.45.1: each test pins a defect
+found on the walk (it fails without its fix)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.errors import ConfigError
+from atlascat.irt.multidim import MultidimBank
+from atlascat.irt.multidimcal import calibrate_multidim
+from cli_checks import one_line_error, run_cli, two_factor_answers
+
+
+@pytest.fixture(scope="module")
+def twofactor(tmp_path_factory):
+    """(truth bank, answers file) of a 400 x 8 two-factor set."""
+    bank, y = two_factor_answers(400, 8, seed=11)
+    path = tmp_path_factory.mktemp("walkord") / "answers.csv"
+    y.to_csv(path)
+    return bank, path
+
+
+def _as_r_writes(bank: MultidimBank, path, g=0.0):
+    """``write.csv(coef(mod, simplify = TRUE)$items, path)`` as R writes it: the item ids as row
+    names under an empty header, then a1..aK, d, g, u, every text quoted."""
+    cols = [f"a{k + 1}" for k in range(bank.n_dims)] + ["d", "g", "u"]
+    rows = ['"' + '","'.join([""] + cols) + '"']
+    for j, item in enumerate(bank.item_ids):
+        values = [*bank.loadings[j], bank.intercepts[j], g if j == 0 else 0.0, 1.0]
+        rows.append(f'"{item}",' + ",".join(repr(float(v)) for v in values))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_bank_written_by_mirt_is_read(twofactor, tmp_path, capsys):
+    """mirt's own multidimensional bank (its coef table written by R) was refused: 'no item id
+    column among ['Unnamed: 0', ...]'; its g = 0, u = 1 would have become metadata."""
+    bank, data = twofactor
+    ours, theirs = tmp_path / "ours.csv", _as_r_writes(bank, tmp_path / "mirt.csv")
+    bank.write(ours)
+    read = MultidimBank.read(theirs)
+    assert list(read.item_ids) == list(bank.item_ids)
+    np.testing.assert_array_equal(read.loadings, bank.loadings)
+    np.testing.assert_array_equal(read.intercepts, bank.intercepts)
+    assert read.metadata is None
+    for name, path in (("a", ours), ("b", theirs)):
+        assert run_cli(["score", data, "--bank", path, "-o", tmp_path / f"{name}.csv"]) == 0
+    capsys.readouterr()
+    a, b = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_multidimensional_3pl_from_mirt_is_refused_not_read_as_a_2pl(twofactor, tmp_path,
+                                                                        capsys):
+    """mirt(data, 2, itemtype = "3PL")'s table: its guessing g was kept as a metadata column
+    and the items scored as a 2PL; now one line, exit 2."""
+    bank, data = twofactor
+    path = _as_r_writes(bank, tmp_path / "m3.csv", g=0.2)
+    one_line_error(capsys, ["info", path], "g = 0.2", "3PL")
+    one_line_error(capsys, ["score", data, "--bank", path, "-o", tmp_path / "s.csv"],
+                   "g = 0.2")
+
+
+def test_calibrate_dims_format_mirt_writes_mirts_table(twofactor, tmp_path, capsys):
+    """--format mirt with --dims was refused ('--dims fits ... 0/1 answers only', though the
+    answers were 0/1); it writes mirt's coef(mod, simplify = TRUE)$items, read back as the bank."""
+    _, data = twofactor
+    ours, theirs = tmp_path / "ours.csv", tmp_path / "mirt.csv"
+    common = ["calibrate", data, "--dims", "2", "--quiet", "--max-iter", "40"]
+    assert run_cli([*common, "-o", ours]) == 0
+    assert run_cli([*common, "-o", theirs, "--format", "mirt"]) == 0
+    capsys.readouterr()
+    frame = pd.read_csv(theirs)
+    assert list(frame.columns) == ["X", "a1", "a2", "d", "g", "u"]
+    assert (frame.g == 0).all() and (frame.u == 1).all()
+    a, b = MultidimBank.read(ours), MultidimBank.read(theirs)
+    np.testing.assert_array_equal(a.loadings, b.loadings)
+    np.testing.assert_array_equal(a.intercepts, b.intercepts)
+    assert b.metadata is None
+
+
+@pytest.mark.filterwarnings("ignore:the 2-dimensional 2PL")
+def test_multidim_calibration_has_the_unidimensional_results_verbs(twofactor):
+    """CalibrationResult has aic, bic, sabic, hq and to_frame("mirt"); the K-dimensional result
+    had none of them (AttributeError)."""
+    _, data = twofactor
+    res = calibrate_multidim(pd.read_csv(data, index_col=0), 2, max_iter=40)
+    crit = res.information_criteria()
+    assert (res.aic, res.bic, res.sabic, res.hq) == (crit["aic"], crit["bic"], crit["sabic"],
+                                                     crit["hq"])
+    pd.testing.assert_frame_equal(res.to_frame(), res.bank.to_frame())
+    mirt = res.to_frame("mirt")
+    assert list(mirt.columns) == ["X", "a1", "a2", "d", "g", "u"]
+    np.testing.assert_array_equal(mirt[["a1", "a2"]].to_numpy(), res.bank.loadings)
+    with pytest.raises(ConfigError, match="unknown bank format"):
+        res.to_frame("irtpars")
+
+
+def test_a_refused_multidimensional_bank_names_atlas_score(twofactor, tmp_path, capsys):
+    """The refusal of a K-dimensional bank by the 1-D commands named atlas info and design as
+    its readers, not atlas score, which scores it (theta_1..theta_K)."""
+    bank, data = twofactor
+    path = tmp_path / "m.csv"
+    bank.write(path)
+    one_line_error(capsys, ["fit", data, "--bank", path], "atlas score")
