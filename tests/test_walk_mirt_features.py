@@ -105,3 +105,23 @@ def test_a_refused_multidimensional_bank_names_atlas_score(twofactor, tmp_path, 
     path = tmp_path / "m.csv"
     bank.write(path)
     one_line_error(capsys, ["fit", data, "--bank", path], "atlas score")
+
+
+def test_a_subject_without_answers_is_scored_when_the_file_has_an_item_the_bank_lacks(
+        twofactor, tmp_path, capsys):
+    """A subject with no answers is scored at the prior (n_items 0), but with a column the bank
+    lacks (left out with a note) the subset refused it, advising a --drop-empty that atlas
+    score / fit / items do not have."""
+    bank, data = twofactor
+    mbank = tmp_path / "m.csv"
+    bank.write(mbank)
+    y = pd.read_csv(data, index_col=0).astype(float)
+    y.iloc[0] = np.nan
+    y["not_in_bank"] = 1.0
+    odd = tmp_path / "odd.csv"
+    y.to_csv(odd)
+    assert run_cli(["score", odd, "--bank", mbank, "-o", tmp_path / "s.csv"]) == 0
+    err = capsys.readouterr().err
+    assert "not in the bank were left out" in err and "--drop-empty" not in err
+    first = pd.read_csv(tmp_path / "s.csv").iloc[0]
+    assert first.n_items == 0 and abs(first.theta_1) < 1e-9 and first.se_1 == pytest.approx(1)

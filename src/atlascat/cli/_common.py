@@ -416,9 +416,10 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, know
     bank folder's items its build dropped), left out of theta silently. Returns ``(rm, bank)``."""
     from ..errors import ResponseDataError
 
-    known = set(known or ())
+    known = set(known or ())   # subsets keep the subjects the file had without answers
     if known:
-        rm = rm.subset(items=[i for i in rm.item_ids if i in bank or str(i) not in known])
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank or str(i) not in known],
+                       on_empty="keep")
     unknown = [i for i in rm.item_ids if i not in bank]
     if len(unknown) == rm.n_items:
         raise ResponseDataError(
@@ -432,7 +433,7 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, know
                 "--extra-items ignore to leave them out, or --normalize-ids for R-style 'X' ids")
         err_console.print(f"note: {len(unknown)} response item(s) not in the bank were left out "
                           f"(e.g. {unknown[:3]})", markup=False)
-        rm = rm.subset(items=[i for i in rm.item_ids if i in bank])
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank], on_empty="keep")
     if restrict_bank:
         present = set(rm.item_ids)
         keep = [i for i in bank.item_ids if i in present]
