@@ -125,3 +125,19 @@ def test_a_subject_without_answers_is_scored_when_the_file_has_an_item_the_bank_
     assert "not in the bank were left out" in err and "--drop-empty" not in err
     first = pd.read_csv(tmp_path / "s.csv").iloc[0]
     assert first.n_items == 0 and abs(first.theta_1) < 1e-9 and first.se_1 == pytest.approx(1)
+
+
+@pytest.mark.filterwarnings("ignore:the 2-dimensional 2PL")
+def test_python_anova_rows_tell_the_fits_apart(twofactor):
+    """at.anova(one, grouped) and anova(one, two_dims) labelled both rows "2pl" (the CLI's are
+    2pl, 2pl-groups, 2pl-2d); the rows now carry the CLI's names."""
+    import atlascat as at
+
+    _, data = twofactor
+    y = pd.read_csv(data, index_col=0)
+    one = at.calibrate(y, "2pl", prior_a=None)
+    grouped = at.calibrate(y, "2pl", prior_a=None, groups=["a", "b"] * (len(y) // 2))
+    two = calibrate_multidim(y, 2, prior_a_sd=None, prior_d_sd=None, max_iter=40)
+    assert list(at.anova(one, grouped).index) == ["2pl", "2pl-groups"]
+    assert list(at.anova(two, one).index) == ["2pl", "2pl-2d"]
+    assert list(at.anova(one, grouped, names=["m1", "m2"]).index) == ["m1", "m2"]
