@@ -141,3 +141,23 @@ def test_python_anova_rows_tell_the_fits_apart(twofactor):
     assert list(at.anova(one, grouped).index) == ["2pl", "2pl-groups"]
     assert list(at.anova(two, one).index) == ["2pl", "2pl-2d"]
     assert list(at.anova(one, grouped, names=["m1", "m2"]).index) == ["m1", "m2"]
+
+
+def test_dims_leaves_out_an_item_everybody_answered_alike(twofactor, tmp_path, capsys):
+    """mirt refuses such an item ("only one response category"), the 1-D fit leaves it out with
+    a warning; --dims kept it (its intercept ran to the prior's bound, or to 36 after 449
+    iterations without priors, its parameters counted), so `atlas anova --dims 1 --dims 2` said
+    the two fits had 'different data (11 vs 12 items)'."""
+    _, data = twofactor
+    y = pd.read_csv(data, index_col=0)
+    y["all_right"] = 1
+    with pytest.warns(UserWarning, match=r"left out: \['all_right'\]"):
+        res = calibrate_multidim(y, 2, max_iter=40)
+    assert res.dropped_items == ["all_right"] and "all_right" not in set(res.bank.item_ids)
+    assert res.n_parameters == 8 * 3 - 1
+    assert res.to_dict(None)["dropped_items"] == ["all_right"]
+    path = tmp_path / "const.csv"
+    y.to_csv(path)
+    assert run_cli(["anova", path, "--model", "2pl", "--dims", "1", "--dims", "2"]) == 0, \
+        capsys.readouterr().err
+    assert "2pl-2d" in capsys.readouterr().out

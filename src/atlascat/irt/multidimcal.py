@@ -60,6 +60,7 @@ class MultidimCalibration:
     settings: dict = field(default_factory=dict)
     model: str = "2pl"
     log_posterior: float | None = None   # loglik + log prior (loglik without priors)
+    dropped_items: list = field(default_factory=list)   # answered alike by all: left out
 
     @property
     def n_dims(self) -> int:
@@ -117,7 +118,8 @@ class MultidimCalibration:
                "log_posterior": self.log_posterior,
                "n_iter": int(self.n_iter), "converged": bool(self.converged),
                "seconds": round(float(self.seconds), 3),
-               **{k: v for k, v in crit.items() if k != "loglik"}, "settings": self.settings}
+               **{k: v for k, v in crit.items() if k != "loglik"},
+               "dropped_items": list(self.dropped_items), "settings": self.settings}
         if rotate is not None:
             out["factor_loadings"] = self.factor_loadings(rotate).to_dict()
         return out
@@ -148,6 +150,7 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                           f"atlascat.calibrate's), got {n_dims!r}")
     y, sids, item_ids, w = _as_arrays(responses)
     _check_binary(y)
+    y, item_ids, dropped, responses = _without_constant_items(y, sids, item_ids, w, responses)
     _check_degrees_of_freedom(y.shape[1], int(n_dims))
     method = "em" if n_dims <= EM_MAX_DIMS else "mhrm"
     kw = {} if tol is None else ({"tol": tol} if method == "em" else {"mhrm_tol": tol})
@@ -173,7 +176,32 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
     return MultidimCalibration(
         bank, float(loglik), int(model.n_parameters_), n, int(model.n_iter_),
         bool(model.converged_), time.perf_counter() - start, np.asarray(sids), settings,
-        log_posterior=float(loglik) + log_prior)   # no priors: the log-likelihood, as the 1-D fit
+        log_posterior=float(loglik) + log_prior,   # no priors: the log-likelihood, as the 1-D fit
+        dropped_items=dropped)
+
+
+def _without_constant_items(y, sids, item_ids, w, responses):
+    """``(y, item_ids, dropped, responses)`` without the items every subject who saw them
+    answered alike (or nobody saw): left out with the 1-D fit's warning (mirt refuses them: "only
+    one response category"); their intercepts would run to the prior's bound or to infinity."""
+    from ..errors import warn_user
+
+    lo, hi = np.fmin.reduce(y, axis=0), np.fmax.reduce(y, axis=0)
+    constant = ~(lo < hi)
+    if not constant.any():
+        return y, item_ids, [], responses
+    dropped = [str(i) for i in item_ids[constant]]
+    warn_user(f"{len(dropped)} item(s) have the same response from every subject who saw them "
+              f"(their MLE is at infinity) and were left out: {dropped[:10]}")
+    from ..responses import ResponseMatrix
+
+    keep = ~constant
+    y, item_ids = y[:, keep], item_ids[keep]
+    if y.shape[1] == 0:
+        from ..errors import ResponseDataError
+
+        raise ResponseDataError("no item with variation in its responses is left to calibrate")
+    return y, item_ids, dropped, ResponseMatrix(y, sids, item_ids, weights=w, on_empty="keep")
 
 
 def _check_degrees_of_freedom(n_items: int, n_dims: int) -> None:
