@@ -161,3 +161,14 @@ def test_dims_leaves_out_an_item_everybody_answered_alike(twofactor, tmp_path, c
     assert run_cli(["anova", path, "--model", "2pl", "--dims", "1", "--dims", "2"]) == 0, \
         capsys.readouterr().err
     assert "2pl-2d" in capsys.readouterr().out
+
+
+def test_a_multiple_group_result_says_so_in_its_repr(twofactor):
+    """repr(at.calibrate(rm, "2pl", groups=...)) read as a one-group fit's."""
+    import atlascat as at
+
+    _, data = twofactor
+    y = pd.read_csv(data, index_col=0)
+    res = at.calibrate(y, "2pl", prior_a=None, groups=["b", "a"] * (len(y) // 2))
+    assert "2 groups (reference 'a')" in repr(res)
+    assert "groups" not in repr(at.calibrate(y, "2pl", prior_a=None))
