@@ -172,3 +172,25 @@ def test_a_multiple_group_result_says_so_in_its_repr(twofactor):
     res = at.calibrate(y, "2pl", prior_a=None, groups=["b", "a"] * (len(y) // 2))
     assert "2 groups (reference 'a')" in repr(res)
     assert "groups" not in repr(at.calibrate(y, "2pl", prior_a=None))
+
+
+def test_calibrate_dims_keeps_mirts_iteration_cap_and_mhrm_tolerance(twofactor, tmp_path,
+                                                                     capsys):
+    """--max-iter and --tol defaulted to the 1-D EM's 1000 and 1e-4 with --dims: the MH-RM fit
+    (K >= 4) ran to 1000 iterations at a tolerance ten times mirt's and said 'not converged
+    (raise --max-iter)' where calibrate_multidim (and mirt) converge."""
+    import json
+
+    _, data = twofactor
+    summ = tmp_path / "s.json"
+    assert run_cli(["calibrate", data, "--dims", "4", "--seed", "1", "-o", tmp_path / "b.csv",
+                    "--summary", summ, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    info = json.loads(summ.read_text())
+    assert info["settings"]["tol"] == 1e-3 and info["settings"]["max_iter"] == 2000
+    assert info["converged"] and "not converged" not in out
+    assert run_cli(["calibrate", data, "--dims", "4", "--seed", "1", "-o", tmp_path / "c.csv",
+                    "--summary", summ, "--quiet", "--max-iter", "50", "--tol", "1e-4"]) == 0
+    capsys.readouterr()
+    info = json.loads(summ.read_text())
+    assert info["settings"]["tol"] == 1e-4 and info["settings"]["max_iter"] == 50

@@ -133,7 +133,8 @@ def _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet: bool):
         warnings.filterwarnings("ignore", "the .* did not converge", UserWarning)
         if quiet:
             return calibrate_multidim(rm, dims, **kw)
-        with progress_bar("EM" if dims <= 3 else "MH-RM", total=max_iter) as advance:
+        total = max_iter or (500 if dims <= 3 else 2100)   # MultidimIRT's caps, burn-in 100
+        with progress_bar("EM" if dims <= 3 else "MH-RM", total=total) as advance:
             res = calibrate_multidim(rm, dims, callback=lambda info: advance(1), **kw)
             advance(0, total=max(res.n_iter, 1))
     return res

@@ -99,6 +99,11 @@ _REFERENCE_GROUP = typer.Option(
     help="With --groups: the group whose trait is N(0, 1) [default: the first label in "
          "sorted order, numbers by value, as R's factor levels].")
 
+#: not given (None): the 1-D fit's MAX_ITER, TOL; --dims: mirt's, as MultidimIRT's
+_MAX_ITER = typer.Option(None, "--max-iter", help=f"EM iteration cap [default: {MAX_ITER}; "
+                         "--dims: mirt's 500, MH-RM 2000 after a burn-in of 100].")
+_TOL = typer.Option(None, "--tol", help=f"Stop when the largest parameter change < TOL "
+                    f"[default: {TOL:g}; --dims K >= 4: MH-RM's 1e-3, as mirt].")
 _DIMS = typer.Option(None, "--dims", metavar="K",
     help="K >= 2: the exploratory K-dimensional 2PL (0/1 answers; mirt's mirt(data, K)): a "
          "bank of loadings a1..aK and intercepts d, and mirt's summary (--rotate).")
@@ -126,8 +131,8 @@ def calibrate_command(
     partition_size: Optional[int] = _PARTITION_SIZE,
     link: str = _LINK,
     filter_: Optional[bool] = _FILTER,
-    max_iter: int = typer.Option(MAX_ITER, "--max-iter", help="EM iteration cap."),
-    tol: float = typer.Option(TOL, "--tol", help="Stop when the largest parameter change < TOL."),
+    max_iter: Optional[int] = _MAX_ITER,
+    tol: Optional[float] = _TOL,
     convergence: str = _CONVERGENCE,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
     fmt: str = typer.Option("ours", "--format",
@@ -151,13 +156,13 @@ def calibrate_command(
     exploratory K-dimensional 2PL, mirt's mirt(data, K)) by marginal maximum likelihood (EM).
 
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
-    library's), fits all items jointly (or linked partitions).
-    """
+    library's), fits all items jointly (or linked partitions)."""
     from ._options import calibrator
 
     name = _checked_options(locals())   # the choices, --name, the output files
     if dims is not None:
         return _calibrate_dims(locals())
+    max_iter, tol = MAX_ITER if max_iter is None else max_iter, TOL if tol is None else tol
     grouping = group_keywords(groups, reference_group)   # read before the responses
     def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd

@@ -168,7 +168,7 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                 "prior_d": _prior(prior_d_sd),
                 "quadpts": (quadpts or {2: 31, 3: 15}[n_dims]) if method == "em" else None,
                 "tol": model.tol if method == "em" else model.mhrm_tol,
-                "max_iter": max_iter, "loglik": "grid" if method == "em" else
+                "max_iter": max_iter or (500 if method == "em" else 2000), "loglik": "grid" if method == "em" else
                 f"quasi-Monte Carlo, {LOGLIK_DRAWS} points",
                 "data_fingerprint": _fingerprint(y, w, item_ids)}
     n = float(y.shape[0] if w is None else np.sum(w))
