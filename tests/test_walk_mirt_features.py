@@ -194,3 +194,13 @@ def test_calibrate_dims_keeps_mirts_iteration_cap_and_mhrm_tolerance(twofactor, 
     capsys.readouterr()
     info = json.loads(summ.read_text())
     assert info["settings"]["tol"] == 1e-4 and info["settings"]["max_iter"] == 50
+
+
+@pytest.mark.parametrize("key", ["dims", "n_dims"])
+def test_calibrate_with_dims_points_to_the_multidimensional_fit(key):
+    """at.calibrate(rm, "2pl", dims=2), mirt's mirt(data, 2), was a bare TypeError
+    ('unexpected keyword argument') naming neither calibrate_multidim nor --dims."""
+    import atlascat as at
+
+    with pytest.raises(ConfigError, match="calibrate_multidim"):
+        at.calibrate([[0, 1], [1, 0], [1, 1]], "2pl", **{key: 2})

@@ -678,6 +678,11 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     ``subject_ids``; mirt's ``fscores``, as :func:`~atlascat.irt.ability.estimate_ability` on the
     bank: 121 nodes, whatever ``quadpts`` the fit took), AIC / BIC, standard errors with ``se=True`` and what filtering dropped.
     """
+    dims = next((k for k in ("dims", "n_dims") if k in settings), None)
+    if dims is not None:   # mirt's mirt(data, K): said where it is, not a TypeError
+        raise ConfigError(f"{dims}={settings[dims]!r}: calibrate fits one latent trait; the "
+                          "exploratory K-dimensional 2PL is atlascat.irt.multidimcal."
+                          "calibrate_multidim(responses, K) (atlas calibrate --dims K)")
     weights = settings.pop("weights", None)
     groups = settings.pop("groups", None)
     reference = settings.pop("reference_group", None)
