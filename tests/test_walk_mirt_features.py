@@ -204,3 +204,12 @@ def test_calibrate_with_dims_points_to_the_multidimensional_fit(key):
 
     with pytest.raises(ConfigError, match="calibrate_multidim"):
         at.calibrate([[0, 1], [1, 0], [1, 1]], "2pl", **{key: 2})
+
+
+def test_a_group_column_among_the_answers_points_to_groups(tmp_path, capsys):
+    """mirt's multipleGroup(data, group = data$group) habit: the group column left in the
+    answers file was refused as a bad score only; the line now says where it belongs."""
+    path = tmp_path / "answers.csv"
+    path.write_text("subject_id,q1,q2,Group\ns1,0,1,old\ns2,1,1,new\n")
+    one_line_error(capsys, ["calibrate", path, "-o", tmp_path / "b.csv"],
+                   "text cell 'old'", "--groups FILE")

@@ -132,8 +132,10 @@ def json_safe(obj):
 def cli_advice(exc) -> str:
     """What the command line adds to a library error: the command or option that fixes it
     ("" when none). The library says what is wrong; the commands are named here."""
+    import re
+
     from ..errors import (BankError, BankFolderError, BankKindError, MovedBankError,
-                          RunFolderError, UnfinishedRunError)
+                          ResponseDataError, RunFolderError, UnfinishedRunError)
 
     store = _live_run_store(getattr(exc, "path", None))
     if store is not None:   # the folder `atlas evaluate -o` wrote: say where its run is read
@@ -153,6 +155,10 @@ def cli_advice(exc) -> str:
     if isinstance(exc, BankError) and str(exc).startswith("this is a multidimensional 2PL bank"):
         return ("atlas info (--rotate), atlas score (theta_1..theta_K) and atlas design read "
                 "it")
+    if isinstance(exc, ResponseDataError) and re.match(r"text cell .*, column 'group\w*';",
+                                                         str(exc), re.IGNORECASE):
+        return ("a group column belongs in a groups file, --groups FILE (subject id, group; "
+                "atlas calibrate, atlas anova), not among the answers")
     if isinstance(exc, UnfinishedRunError):
         return (f"atlas evaluate --resume {exc.run_id}" + (f" --db {exc.store}" if exc.store
                                                           else "") + ", then compare")

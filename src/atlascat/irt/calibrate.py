@@ -682,7 +682,7 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     if dims is not None:   # mirt's mirt(data, K): said where it is, not a TypeError
         raise ConfigError(f"{dims}={settings[dims]!r}: calibrate fits one latent trait; the "
                           "exploratory K-dimensional 2PL is atlascat.irt.multidimcal."
-                          "calibrate_multidim(responses, K) (atlas calibrate --dims K)")
+                          "calibrate_multidim(responses, K)")
     weights = settings.pop("weights", None)
     groups = settings.pop("groups", None)
     reference = settings.pop("reference_group", None)
