@@ -213,3 +213,16 @@ def test_a_group_column_among_the_answers_points_to_groups(tmp_path, capsys):
     path.write_text("subject_id,q1,q2,Group\ns1,0,1,old\ns2,1,1,new\n")
     one_line_error(capsys, ["calibrate", path, "-o", tmp_path / "b.csv"],
                    "text cell 'old'", "--groups FILE")
+
+
+def test_items_on_a_clean_bank_says_none_flagged_without_an_empty_table(tmp_path, capsys):
+    """A grouped fit's bank read back by atlas items: '20 items, 0 flagged: ' (a dangling
+    colon) and an empty 'item quality (no rows)' table."""
+    path = tmp_path / "bank.csv"
+    path.write_text("item_id,a,b,c,u\nq1,1.1,0.2,0,1\nq2,0.9,-0.5,0,1\nq3,1.3,0.8,0,1\n")
+    assert run_cli(["items", "--bank", path]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out == "3 items, none flagged (--all lists them)"
+    assert run_cli(["items", "--bank", path, "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "none flagged" in out and "--all lists" not in out and "q3" in out
