@@ -226,3 +226,17 @@ def test_items_on_a_clean_bank_says_none_flagged_without_an_empty_table(tmp_path
     assert run_cli(["items", "--bank", path, "--all"]) == 0
     out = capsys.readouterr().out
     assert "none flagged" in out and "--all lists" not in out and "q3" in out
+
+
+def test_load_bank_of_a_file_says_how_to_read_one(twofactor, tmp_path):
+    """at.load_bank('mbank.csv') said 'no bundled bank', as if the file were missing."""
+    import atlascat as at
+    from atlascat.errors import BankError
+
+    bank, _ = twofactor
+    path = tmp_path / "mbank.csv"
+    bank.write(path)
+    with pytest.raises(BankError, match=r"is a file.*MultidimBank\.read"):
+        at.load_bank(str(path))
+    with pytest.raises(BankError, match="no bundled bank 'nope'"):
+        at.load_bank("nope")
