@@ -240,3 +240,16 @@ def test_load_bank_of_a_file_says_how_to_read_one(twofactor, tmp_path):
         at.load_bank(str(path))
     with pytest.raises(BankError, match="no bundled bank 'nope'"):
         at.load_bank("nope")
+
+
+def test_a_tab_separated_groups_file_is_read_as_the_responses_are(tmp_path, capsys):
+    """RESPONSES may be a .tsv; a groups.tsv was refused ('needs a header and two columns')."""
+    from atlascat.irt.groups import read_groups
+
+    path = tmp_path / "groups.tsv"
+    path.write_text("subject_id\tgroup\ns1\told\ns2\tnew\n")
+    assert read_groups(path) == {"s1": "old", "s2": "new"}
+    semi = tmp_path / "groups.csv"
+    semi.write_text("subject_id;group\ns1;old\n")
+    with pytest.raises(ConfigError, match=r"comma-separated; tabs in a \.tsv"):
+        read_groups(semi)

@@ -388,7 +388,7 @@ def _num(v):
 
 
 def read_groups(path, option: str = "--groups") -> dict:
-    """A groups file: a CSV whose first column is the subject id and whose ``group`` column
+    """A groups file: a CSV (a .tsv: tab-separated) whose first column is the subject id and whose ``group`` column
     (else its second column) is the subject's group, one row per subject, with a header; as
     a dict subject id -> group. A ConfigError of one line, naming ``option``, for a missing
     or unreadable file, fewer than two columns, a repeated subject or an empty label."""
@@ -399,14 +399,15 @@ def read_groups(path, option: str = "--groups") -> dict:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{option}: no such file: {path}")
+    sep = "\t" if ".tsv" in [x.lower() for x in p.suffixes] else ","   # as the responses
     try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        df = pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False)
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{option}: cannot read {path} as CSV ({str(exc).splitlines()[0]})"
                           ) from None
     if df.shape[1] < 2 or len(df) == 0:
         raise ConfigError(f"{option}: {path} needs a header and two columns, subject id and "
-                          "group, with a row per subject")
+                          "group, with a row per subject (comma-separated; tabs in a .tsv)")
     col = "group" if "group" in list(df.columns[1:]) else df.columns[1]
     ids = df.iloc[:, 0].str.strip()
     dup = ids[ids.duplicated()]
