@@ -70,8 +70,10 @@ def test_calibrate_dims_format_mirt_writes_mirts_table(twofactor, tmp_path, caps
     ours, theirs = tmp_path / "ours.csv", tmp_path / "mirt.csv"
     common = ["calibrate", data, "--dims", "2", "--quiet", "--max-iter", "40"]
     assert run_cli([*common, "-o", ours]) == 0
-    assert run_cli([*common, "-o", theirs, "--format", "mirt"]) == 0
+    assert run_cli([*common, "-o", theirs, "--format", "mirt", "--summary",
+                    tmp_path / "s.json"]) == 0
     capsys.readouterr()
+    assert '"format": "mirt"' in (tmp_path / "s.json").read_text()   # as the 1-D summary
     frame = pd.read_csv(theirs)
     assert list(frame.columns) == ["X", "a1", "a2", "d", "g", "u"]
     assert (frame.g == 0).all() and (frame.u == 1).all()

@@ -63,6 +63,7 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         info = {**res.to_dict(rotate), "responses": str(responses), "output": str(output),
+                "format": fmt,
                 **({"benchmark": name} if name else {})}
         summary.write_text(json.dumps(json_safe(info), indent=2))
     if scores is not None:
