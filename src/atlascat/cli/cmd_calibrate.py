@@ -134,7 +134,7 @@ def calibrate_command(
     max_iter: Optional[int] = _MAX_ITER,
     tol: Optional[float] = _TOL,
     convergence: str = _CONVERGENCE,
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment; --dims K >= 4: the MH-RM draws)."),
     fmt: str = typer.Option("ours", "--format",
                             help="Bank format: ours (a,b,c,u; graded/gpcm/pcm: a,b1..) | mirt "
                                  "(a1,d,g,u; graded/gpcm/pcm: a1,d1..; --dims: a1..aK,d,g,u)."),
