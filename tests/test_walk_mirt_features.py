@@ -52,6 +52,13 @@ def test_a_bank_written_by_mirt_is_read(twofactor, tmp_path, capsys):
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_a_mirt_bank_keeps_item_ids_with_leading_zeros(tmp_path):
+    """Its row names as text: '001' stays '001' (read as a number, it became '1')."""
+    path = tmp_path / "m.csv"
+    path.write_text('"","a1","a2","d","g","u"\n"001",1,0.5,0.1,0,1\n"002",0.4,1.2,-0.3,0,1\n')
+    assert list(MultidimBank.read(path).item_ids) == ["001", "002"]
+
+
 def test_a_multidimensional_3pl_from_mirt_is_refused_not_read_as_a_2pl(twofactor, tmp_path,
                                                                         capsys):
     """mirt(data, 2, itemtype = "3PL")'s table: its guessing g was kept as a metadata column

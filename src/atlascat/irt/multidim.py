@@ -221,7 +221,7 @@ class MultidimBank:
         path = Path(path)
         if not path.exists():
             raise BankError(f"bank file {str(path)!r} does not exist")
-        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, dtype={"item_id": str, "X": str})
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, dtype={"item_id": str, "X": str, "Unnamed: 0": str})
         if len(df) == 0:
             raise BankError(f"bank file {str(path)!r} has no item rows")
         return cls.from_frame(df)
