@@ -1,0 +1,176 @@
+"""Scores under each subject's group prior (atlascat.irt.groupscore; ``atlas score --groups
+--summary``; a multiple-group calibration's own scores) against mirt 1.45.1's ``fscores`` on
+its ``multipleGroup`` fits (tests/data/mirt_groups/make_score_reference.R)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.cli import main
+from atlascat.errors import ConfigError
+from atlascat.irt.ability import estimate_ability
+from atlascat.irt.bank import ItemBank
+from atlascat.irt.calibrate import calibrate
+from atlascat.irt.groupscore import group_priors, score_by_prior, score_groups
+
+DATA = Path(__file__).parent / "data" / "mirt_groups"
+
+
+@pytest.fixture(scope="module")
+def data():
+    x = pd.read_csv(DATA / "responses.csv", index_col=0)
+    groups = pd.read_csv(DATA / "groups.csv", index_col=0)["group"]
+    return x, groups, pd.read_csv(DATA / "scores.csv")
+
+
+def _mirt_fit(name):
+    """mirt's own fit: its items as a bank (a = a1, b = -d / a1) and its groups' priors on its
+    own scale (the Rasch fit's reference group N(0, var_A))."""
+    items = pd.read_csv(DATA / f"{name}_items.csv")
+    fit = pd.read_csv(DATA / f"{name}_fit.csv").iloc[0]
+    a = items.a1.to_numpy()
+    bank = ItemBank(items.item_id.astype(str).to_numpy(), a, -items.d.to_numpy() / a)
+    return bank, {"A": (0.0, math.sqrt(fit.var_A)), "B": (fit.mean_B, math.sqrt(fit.var_B))}
+
+
+@pytest.mark.parametrize("name", ["2pl", "rasch"])
+def test_eap_and_map_on_mirts_parameters_are_mirts_fscores(data, name):
+    """EAP: the same sums on the same 121-node grid, equal to the fixture's 12 digits. MAP:
+    mirt's optimizer stops about 3e-6 from the root and takes its SE from a numerical Hessian
+    (6e-5 off); ATLAS's is the root to 1e-9, checked against the score equation here."""
+    x, groups, ref = data
+    bank, priors = _mirt_fit(name)
+    xs = x.loc[ref.subject_id]
+    eap = score_groups(xs, bank, groups.to_dict(), priors, "eap")
+    assert list(eap.group) == list(ref.group) and list(eap.subject_id) == list(ref.subject_id)
+    assert np.max(np.abs(eap.theta - ref[f"{name}_eap"])) < 1e-10
+    assert np.max(np.abs(eap.se - ref[f"{name}_eap_se"])) < 1e-10
+    mp = score_groups(xs, bank, groups.to_dict(), priors, "map")
+    assert np.max(np.abs(mp.theta - ref[f"{name}_map"])) < 1e-5
+    assert np.max(np.abs(mp.se - ref[f"{name}_map_se"])) < 1e-4
+    # ATLAS's MAP is the root of S(theta) - (theta - mu_g) / sigma_g^2
+    y = xs.to_numpy()
+    obs = ~np.isnan(y)
+    mu = np.array([priors[g][0] for g in ref.group])
+    sd = np.array([priors[g][1] for g in ref.group])
+    t = mp.theta.to_numpy()
+    p = 1 / (1 + np.exp(-bank.a * (t[:, None] - bank.b)))
+    score = np.where(obs, (np.nan_to_num(y) - p) * bank.a, 0).sum(1) - (t - mu) / sd**2
+    assert np.max(np.abs(score)) < 1e-7
+
+
+def test_the_reference_group_is_scored_as_without_groups(data):
+    """Group A's prior is N(0, 1): its scores are the one-group scores; group B's are not
+    (the fix: before it every subject was N(0, 1))."""
+    x, groups, ref = data
+    bank, priors = _mirt_fit("2pl")
+    both = score_groups(x, bank, groups, priors)
+    plain = estimate_ability(x, bank, "eap")
+    a = (groups == "A").to_numpy()
+    assert np.allclose(both.theta[a], plain.theta[a], atol=1e-13)
+    assert np.min(np.abs(both.theta[~a] - plain.theta[~a])) > 1e-3
+
+
+def test_score_by_prior_groups_subjects_by_prior(data):
+    """One prior per subject, in any order: each subject's score is its prior's alone."""
+    x, _, _ = data
+    bank, _ = _mirt_fit("2pl")
+    xs = x.iloc[:60]
+    mean = np.tile([0.5, -1.0, 0.0], 20)
+    sd = np.tile([1.2, 0.8, 1.0], 20)
+    for method in ("eap", "map"):
+        df = score_by_prior(xs, bank, method, mean, sd)
+        assert list(df.subject_id) == [str(s) for s in xs.index]
+        one = estimate_ability(xs.iloc[1::3], bank, method, prior_mean=-1.0, prior_sd=0.8)
+        assert np.allclose(df.theta.to_numpy()[1::3], one.theta, atol=1e-12)
+    with pytest.raises(ConfigError, match="'wle' uses none"):
+        score_by_prior(xs, bank, "wle", mean, sd)
+
+
+def test_calibration_scores_each_group_under_its_prior(data):
+    """A multiple-group fit's own scores: mirt's fscores on the bank and the groups' priors
+    (121 nodes), as score_groups gives them; within the fits' own difference of mirt's."""
+    x, groups, ref = data
+    res = calibrate(x, "2pl", prior_a=None, groups=groups, tol=1e-6, check_dimensions=False)
+    again = score_groups(x, res.bank, groups, res)
+    assert np.max(np.abs(res.theta - again.theta)) < 1e-12
+    assert np.max(np.abs(res.theta_se - again.se)) < 1e-12
+    pos = [list(x.index).index(s) for s in ref.subject_id]
+    assert np.max(np.abs(res.theta[pos] - ref["2pl_eap"])) < 5e-3   # items within 2e-3
+
+
+def test_group_priors_reads_what_calibrate_writes(tmp_path):
+    summary = {"model": "2pl", "groups": {"reference": "A", "groups": [
+        {"group": "A", "mean": 0.0, "sd": 1.0}, {"group": "B", "mean": 1.0, "sd": 1.5}]}}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(summary))
+    assert group_priors(path) == group_priors(summary) == {"A": (0.0, 1.0), "B": (1.0, 1.5)}
+    path.write_text(json.dumps({"model": "2pl"}))
+    with pytest.raises(ConfigError, match="has no groups"):
+        group_priors(path)
+    with pytest.raises(ConfigError, match="positive sd"):
+        group_priors({"A": (0.0, 0.0)})
+
+
+def _calibrated(tmp_path):
+    bank, summary, scores = tmp_path / "bank.csv", tmp_path / "s.json", tmp_path / "sc.csv"
+    assert main(["calibrate", str(DATA / "responses.csv"), "-o", str(bank), "--model", "2pl",
+                 "--prior-a", "none", "--groups", str(DATA / "groups.csv"), "--summary",
+                 str(summary), "--scores", str(scores), "--quiet"]) == 0
+    return bank, summary, scores
+
+
+def test_atlas_score_groups_is_calibrates_scores(tmp_path, capsys):
+    bank, summary, scores = _calibrated(tmp_path)
+    out = tmp_path / "eap.csv"
+    code = main(["score", str(DATA / "responses.csv"), "--bank", str(bank), "--groups",
+                 str(DATA / "groups.csv"), "--summary", str(summary), "-o", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0 and "B N(1.04" in printed
+    got, want = pd.read_csv(out), pd.read_csv(scores)
+    assert list(got.subject_id) == list(want.subject_id)
+    assert np.max(np.abs(got.theta - want.theta)) < 1e-7      # both written to 8-10 digits
+    assert set(got.group) == {"A", "B"}
+    assert main(["score", str(DATA / "responses.csv"), "--bank", str(bank), "--groups",
+                 str(DATA / "groups.csv"), "--summary", str(summary), "-m", "map", "-o",
+                 str(out)]) == 0
+    assert np.corrcoef(pd.read_csv(out).theta, want.theta)[0, 1] > 0.99
+
+
+@pytest.mark.parametrize("case, match", [
+    ("partial", "subject\\(s\\) of the responses have no group"),
+    ("unknown", "is in group 'C', not one of the fit's groups"),
+    ("no-summary", "--groups and --summary go together"),
+    ("wle", "drop --method wle"),
+    ("prior-sd", "drop --prior-sd"),
+    ("one-group-summary", "--summary: .* has no groups"),
+])
+def test_atlas_score_bad_groups_exit_2(tmp_path, capsys, case, match):
+    bank, summary, _ = _calibrated(tmp_path)
+    g = pd.read_csv(DATA / "groups.csv")
+    path = tmp_path / "g.csv"
+    if case == "partial":
+        g.iloc[:-5].to_csv(path, index=False)
+    elif case == "unknown":
+        g.assign(group=np.where(g.index == 7, "C", g.group)).to_csv(path, index=False)
+    else:
+        path = DATA / "groups.csv"
+    args = ["--summary", str(summary)]
+    extra = {"no-summary": [], "wle": [*args, "-m", "wle"],
+             "prior-sd": [*args, "--prior-sd", "2"]}
+    if case == "one-group-summary":
+        info = json.loads(summary.read_text())
+        info.pop("groups")
+        summary.write_text(json.dumps(info))
+    capsys.readouterr()
+    code = main(["score", str(DATA / "responses.csv"), "--bank", str(bank), "--groups",
+                 str(path), *extra.get(case, args)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and re.search(match, err), err
