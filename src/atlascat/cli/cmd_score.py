@@ -297,7 +297,8 @@ def _grouping(groups, summary, method: str, prior_mean: float, prior_sd: float, 
     try:
         priors = group_priors(summary)
     except ConfigError as exc:
-        raise ConfigError(f"--summary: {exc}") from None
+        raise ConfigError(f"--summary: {exc}; atlas calibrate --groups --summary writes it"
+                          ) from None
     console.print("each subject under its group's prior: " + ", ".join(
         f"{g} N({m:.3f}, {s:.3f}^2)" for g, (m, s) in priors.items()), markup=False)
     return {"groups": read_groups(groups), "priors": priors}

@@ -46,7 +46,7 @@ def group_priors(source) -> dict:
         rows = [{"group": k, "mean": v[0], "sd": v[1]} for k, v in info.items()]
     if not isinstance(rows, list) or not rows:
         raise ConfigError(f"{name} has no groups: give the summary of a multiple-group "
-                          "calibration (atlas calibrate --groups --summary)")
+                          "calibration (each group's latent mean and sd)")
     out = {}
     for row in rows:
         try:
