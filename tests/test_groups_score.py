@@ -174,3 +174,24 @@ def test_atlas_score_bad_groups_exit_2(tmp_path, capsys, case, match):
     err = capsys.readouterr().err
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and re.search(match, err), err
+
+
+@pytest.mark.parametrize("prefix, model", [("fit_", "2pl"), ("fit_rasch_", "rasch")])
+def test_sx2_per_group_is_mirts_itemfit(data, prefix, model):
+    """mirt's itemfit on a multipleGroup fit (tests/data/mirt_groups/make_fit_reference.R, the
+    14 items all answered): each group's S-X2 under its prior, a non-reference group's df
+    less its mean and variance, to 1e-12."""
+    from atlascat.irt.groupfit import sx2_groups
+
+    x, groups, _ = data
+    items = pd.read_csv(DATA / f"{prefix}items.csv")
+    ref = pd.read_csv(DATA / f"{prefix}sx2.csv")
+    a = items.a1.to_numpy() if "a1" in items else np.ones(len(items))
+    bank = ItemBank(items.item_id.astype(str).to_numpy(), a, -items.d.to_numpy() / a)
+    priors = {r.group: (r.mean, math.sqrt(r.var))
+              for r in pd.read_csv(DATA / f"{prefix}groups.csv").itertuples()}
+    got = sx2_groups(x, bank, groups, priors, estimated=model)
+    assert list(got.group) == list(ref.group) and list(got.item_id) == list(ref.item)
+    assert np.array_equal(got.df_S_X2, ref["df.S_X2"])
+    for col in ("S_X2", "RMSEA_S_X2", "p_S_X2"):
+        assert np.max(np.abs(got[col] - ref[col.replace("_S", ".S")])) < 1e-12
