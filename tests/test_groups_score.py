@@ -195,3 +195,31 @@ def test_sx2_per_group_is_mirts_itemfit(data, prefix, model):
     assert np.array_equal(got.df_S_X2, ref["df.S_X2"])
     for col in ("S_X2", "RMSEA_S_X2", "p_S_X2"):
         assert np.max(np.abs(got[col] - ref[col.replace("_S", ".S")])) < 1e-12
+
+
+def test_atlas_fit_groups_gives_sx2_per_group(tmp_path, capsys, data):
+    """atlas fit --groups --summary: the library's S-X2 per group on the bank written (each
+    group's own items: A never answered Item_1..3, B Item_18..20), person fit, M2 left out
+    with a line."""
+    from atlascat.irt.groupfit import sx2_groups
+
+    x, groups, _ = data
+    bank, summary, _ = _calibrated(tmp_path)
+    out = tmp_path / "fit.json"
+    code = main(["fit", str(DATA / "responses.csv"), "--bank", str(bank), "--groups",
+                 str(DATA / "groups.csv"), "--summary", str(summary), "--person-fit", "-o",
+                 str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0 and "M2 left out" in printed and "person fit lz*" in printed
+    report = json.loads(out.read_text())
+    assert "M2" not in report and report["person_fit"]["mean"] is not None
+    got = pd.DataFrame(report["items"])
+    want = sx2_groups(x, ItemBank.read(bank), groups, summary)
+    assert len(got) == 34 and list(got.group) == list(want.group)     # 17 items each
+    assert np.allclose(got.S_X2, want.S_X2, atol=1e-12, equal_nan=True)
+    assert not got[got.group == "A"].item_id.isin(["Item_1", "Item_2", "Item_3"]).any()
+    assert not got[got.group == "B"].item_id.isin(["Item_18", "Item_19", "Item_20"]).any()
+    code = main(["fit", str(DATA / "responses.csv"), "--bank", str(bank), "--groups",
+                 str(DATA / "groups.csv"), "--summary", str(summary), "--q3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "drop --q3" in err and len(err.strip().splitlines()) == 1

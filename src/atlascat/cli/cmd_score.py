@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from ..irt.defaults import SCORE_QUADPTS, THETA_RANGE
-from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_responses, output_file, print_frame, quiet_option, se_line,
-                      warn, write_scores_csv)
+from ._common import (GROUPS_HELP, RESPONSES_HELP, SUMMARY_HELP, align_items,
+                      bank_option_help, console, err_console, load_responses, output_file,
+                      print_frame, quiet_option, se_line, warn, write_scores_csv)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -22,13 +22,9 @@ _CALIBRATION = typer.Option(None, "--calibration",
 _DEVICE = typer.Option("cpu", "--device",
     help="Where the scores are computed (every method): cpu (NumPy) | cuda (GPU through "
          "PyTorch or CuPy, the package's 'gpu' extra).")
-_GROUPS = typer.Option(None, "--groups", metavar="FILE",
-    help="A bank from atlas calibrate --groups: each subject's group (a CSV of subject id and "
-         "group, as there); EAP/MAP score each subject under its group's prior, as mirt's "
-         "fscores on a multipleGroup fit. Needs --summary.")
-_SUMMARY = typer.Option(None, "--summary", metavar="JSON",
-    help="With --groups: the JSON summary atlas calibrate --groups --summary wrote (each "
-         "group's latent mean and SD on the bank's scale: the priors).")
+_GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " EAP/MAP score "
+                       "each subject under its group's prior (mirt's fscores on multipleGroup).")
+_SUMMARY = typer.Option(None, "--summary", metavar="JSON", help=SUMMARY_HELP)
 _ROTATE = typer.Option("none", "--rotate", metavar="none|oblimin|geomin|varimax",
     help="A multidimensional bank: the axes of theta_1..theta_K: none (the bank's a1..aK, "
          "prior N(0, I)) or mirt's summary rotation (oblimin: mirt's fscores default).")
@@ -275,33 +271,24 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, 
 
 
 def _grouping(groups, summary, method: str, prior_mean: float, prior_sd: float, form):
-    """--groups and --summary read (each subject's group, each group's prior) and said in one
-    line, or None without them; a one-line error where they are given apart, with ML / WLE
-    (no prior), --prior-mean / --prior-sd (the groups' priors stand for them) or --form."""
+    """--groups and --summary read (:func:`._common.group_priors_option`) and said in one
+    line, or None without them; a one-line error with ML / WLE (no prior), --prior-mean /
+    --prior-sd (the groups' priors stand for them) or --form."""
     from ..errors import ConfigError
+    from ._common import group_priors_option
 
-    if groups is None and summary is None:
+    grouping = group_priors_option(groups, summary)
+    if grouping is None:
         return None
-    if groups is None or summary is None:
-        raise ConfigError("--groups and --summary go together: each subject's group and the "
-                          "groups' priors (the summary of atlas calibrate --groups --summary)")
     clash = [o for o, on in (("--method " + method, method not in ("eap", "map")),
                              ("--prior-mean", prior_mean != 0.0), ("--prior-sd", prior_sd != 1.0),
                              ("--form", form is not None)) if on]
     if clash:
         raise ConfigError(f"--groups scores EAP/MAP under each group's prior from --summary; "
                           f"drop {clash[0]}")
-    from ..irt.groups import read_groups
-    from ..irt.groupscore import group_priors
-
-    try:
-        priors = group_priors(summary)
-    except ConfigError as exc:
-        raise ConfigError(f"--summary: {exc}; atlas calibrate --groups --summary writes it"
-                          ) from None
     console.print("each subject under its group's prior: " + ", ".join(
-        f"{g} N({m:.3f}, {s:.3f}^2)" for g, (m, s) in priors.items()), markup=False)
-    return {"groups": read_groups(groups), "priors": priors}
+        f"{g} N({m:.3f}, {s:.3f}^2)" for g, (m, s) in grouping["priors"].items()), markup=False)
+    return grouping
 
 
 def _scores(rm, bk, method: str, grouping=None, **settings):
