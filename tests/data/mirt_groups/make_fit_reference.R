@@ -8,7 +8,8 @@
 #   fit_items.csv   item_id, a1, d; then the groups' mean and variance in fit_groups.csv
 #   fit_sx2.csv     group, item, S_X2, df.S_X2, RMSEA.S_X2, p.S_X2 (itemfit(mod), per group)
 #   fit_m2.csv      M2, df, p, RMSEA, SRMSR (M2(mod)) when mirt gives it
-#   fit_rasch_items.csv, fit_rasch_groups.csv, fit_rasch_sx2.csv: the same of the Rasch fit
+#   fit_rasch_items.csv, fit_rasch_groups.csv, fit_rasch_sx2.csv, fit_rasch_m2.csv: the same
+#                   of the Rasch fit
 suppressPackageStartupMessages(library(mirt))
 stopifnot(as.character(packageVersion("mirt")) == "1.45.1")
 num17 <- function(df) {
@@ -46,6 +47,7 @@ fr <- itemfit(mr)
 rows <- do.call(rbind, lapply(names(fr), function(grp)
   cbind(data.frame(group = grp), as.data.frame(fr[[grp]]))))
 write.csv(num17(rows), "fit_rasch_sx2.csv", row.names = FALSE, quote = FALSE)
+write.csv(num17(as.data.frame(M2(mr))), "fit_rasch_m2.csv", row.names = FALSE, quote = FALSE)
 m2 <- try(M2(mod), silent = TRUE)
 if (!inherits(m2, "try-error")) {
   print(m2)
