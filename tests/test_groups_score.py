@@ -198,10 +198,10 @@ def test_sx2_per_group_is_mirts_itemfit(data, prefix, model):
 
 
 def test_atlas_fit_groups_gives_sx2_per_group(tmp_path, capsys, data):
-    """atlas fit --groups --summary: the library's S-X2 per group on the bank written (each
-    group's own items: A never answered Item_1..3, B Item_18..20), person fit, M2 left out
-    with a line."""
-    from atlascat.irt.groupfit import sx2_groups
+    """atlas fit --groups --summary: the library's M2 over the groups and S-X2 per group on
+    the bank written (each group's own items: A never answered Item_1..3, B Item_18..20), and
+    person fit."""
+    from atlascat.irt.groupfit import m2_groups, sx2_groups
 
     x, groups, _ = data
     bank, summary, _ = _calibrated(tmp_path)
@@ -210,9 +210,13 @@ def test_atlas_fit_groups_gives_sx2_per_group(tmp_path, capsys, data):
                  str(DATA / "groups.csv"), "--summary", str(summary), "--person-fit", "-o",
                  str(out)])
     printed = capsys.readouterr().out
-    assert code == 0 and "M2 left out" in printed and "person fit lz*" in printed
+    assert code == 0 and "person fit lz*" in printed and "SRMSR = A 0.0" in printed
     report = json.loads(out.read_text())
-    assert "M2" not in report and report["person_fit"]["mean"] is not None
+    m2 = m2_groups(x, ItemBank.read(bank), groups, summary)
+    assert report["M2"] == pytest.approx(m2["M2"], rel=1e-12) and report["df"] == m2["df"]
+    assert m2["df"] == 2 * (17 + 136) - 40 - 2       # each group's 17 items, 136 pairs
+    assert f"M2 = {m2['M2']:.3f} on {m2['df']} df" in printed
+    assert report["person_fit"]["mean"] is not None
     got = pd.DataFrame(report["items"])
     want = sx2_groups(x, ItemBank.read(bank), groups, summary)
     assert len(got) == 34 and list(got.group) == list(want.group)     # 17 items each

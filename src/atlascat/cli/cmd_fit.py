@@ -13,8 +13,9 @@ from ..validation import json_safe
 from ._common import (GROUPS_HELP, RESPONSES_HELP, SUMMARY_HELP, bank_option_help, check_seed,
                       console, err_console, output_file, print_frame)
 
-_GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " S-X2 within each "
-                       "group under its prior (mirt's itemfit on multipleGroup); M2 left out.")
+_GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " M2 over the "
+                       "groups and S-X2 within each under its prior (mirt's M2 and itemfit on "
+                       "multipleGroup).")
 _SUMMARY = typer.Option(None, "--summary", metavar="JSON", help=SUMMARY_HELP)
 
 
@@ -79,15 +80,20 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
 
 
 def _group_report(report: dict, rm, bank, estimated, grouping, items: bool, person: bool):
-    """A multiple-group bank's report: S-X2 within each group under its prior
-    (:func:`atlascat.irt.groupfit.sx2_groups`, a ``group`` per row), person fit (WLE: no
-    prior), and a note where M2 stands (not computed for groups)."""
+    """A multiple-group bank's report: M2 over the groups (:func:`atlascat.irt.groupfit.
+    m2_groups`, SRMSR per group; a note in its place where it cannot be computed), S-X2 within
+    each group under its prior (:func:`atlascat.irt.groupfit.sx2_groups`, a ``group`` per row)
+    and person fit (WLE: no prior)."""
+    from ..errors import ConfigError, ResponseDataError
     from ..irt import fit
-    from ..irt.groupfit import sx2_groups
+    from ..irt.groupfit import m2_groups, sx2_groups
     from ._fit_ordinal import sx2_rows
 
-    report["M2_note"] = ("M2 left out: a multiple-group fit's M2 pools the groups' moments "
-                         "(not computed here); item fit (S-X2) within each group below")
+    try:
+        report.update(m2_groups(rm, bank, grouping["groups"], grouping["priors"],
+                                estimated=estimated))
+    except (ConfigError, ResponseDataError) as exc:
+        report["M2_note"] = f"M2 left out: {exc}; item fit (S-X2) within each group below"
     if items:
         sx = sx2_groups(rm, bank, grouping["groups"], grouping["priors"], estimated=estimated)
         report["items"] = [{**row, "group": g} for row, g in zip(sx2_rows(sx), sx["group"])]
@@ -233,7 +239,7 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
     clash = [o for o, on in (("--partition-size", partition_size is not None), ("--q3", q3))
              if on and grouping is not None]
     if clash:
-        raise ConfigError(f"--groups: S-X2 per group and person fit only; drop {clash[0]}")
+        raise ConfigError(f"--groups: M2, S-X2 per group and person fit only; drop {clash[0]}")
 
     if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl",
                                                            "2pl", "3pl", "4pl"):
@@ -270,7 +276,10 @@ def _print_report(report: dict) -> None:
         console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
                       f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
         num = {k: (f"{report[k]:.4f}" if np.isfinite(report[k]) else "undefined")
-               for k in ("RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR", "TLI", "CFI")}
+               for k in ("RMSEA", "RMSEA_5", "RMSEA_95", "TLI", "CFI")}
+        srmsr = report["SRMSR"]    # a multiple-group bank's: per group
+        num["SRMSR"] = ", ".join(f"{g} {v:.4f}" for g, v in srmsr.items()) \
+            if isinstance(srmsr, dict) else f"{srmsr:.4f}" if np.isfinite(srmsr) else "undefined"
         console.print(f"RMSEA = {num['RMSEA']} [{num['RMSEA_5']}, {num['RMSEA_95']}]   "
                       f"SRMSR = {num['SRMSR']}   TLI = {num['TLI']}   CFI = {num['CFI']}")
     if "statistic" in report and "note" in report:
