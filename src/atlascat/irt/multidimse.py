@@ -53,7 +53,7 @@ from ..errors import ConfigError, warn_user
 from .information import ObservedInformation
 
 __all__ = ["MultidimStandardErrors", "multidim_standard_errors", "multidim_information",
-           "mirt_orientation", "mirt_free"]
+           "mirt_orientation", "mirt_free", "write_bank_with_se"]
 
 
 def multidim_information(loadings, intercepts, y, weights, nodes, log_weights, *,
@@ -220,29 +220,41 @@ class MultidimStandardErrors:
     def _bank(self):
         """The bank's loadings and intercepts with their delta-method SEs: the varimax loadings
         as a function of the free parameters, differentiated by central differences of a
-        varimax refined (to rounding) from the bank's rotation."""
-        from .rotation import varimax
-
+        varimax iterated (to rounding) from the bank's rotation, every perturbation at once."""
         K = self.n_dims
         theta0 = np.column_stack([self.loadings, self.intercepts])
-        R = self.bank_rotation
-
-        def g(theta):
-            L = theta[:, :K] @ R
-            return np.column_stack([varimax(L, tol=0.0, max_iter=2000)[0], theta[:, K]])
-
-        base = np.column_stack([self.loadings @ R, self.intercepts])
         idx = self.info.index
-        jac = np.empty((len(idx),) + base.shape)
-        for i, (j, k) in enumerate(idx):      # P small varimax runs (P free parameters)
-            h = 1e-3 * (1.0 + abs(theta0[j, k]))
-            hi, lo = theta0.copy(), theta0.copy()
-            hi[j, k] += h
-            lo[j, k] -= h
-            jac[i] = (g(hi) - g(lo)) / (2 * h)
-        G = jac.reshape(len(idx), -1)
-        var = np.einsum("pm,pq,qm->m", G, self.covariance, G).reshape(base.shape)
-        return base, np.sqrt(np.maximum(var, 0.0))
+        P = len(idx)
+        h = 1e-4 * (1.0 + np.abs(theta0[idx[:, 0], idx[:, 1]]))
+        step = np.zeros((2 * P,) + theta0.shape)
+        step[np.arange(P), idx[:, 0], idx[:, 1]] = h
+        step[P + np.arange(P), idx[:, 0], idx[:, 1]] = -h
+        moved = theta0 + step                                        # (2P, J, K + 1)
+        rotated = _varimax_stack(moved[:, :, :K] @ self.bank_rotation)
+        out = np.concatenate([rotated, moved[:, :, K:]], axis=2)
+        G = ((out[:P] - out[P:]) / (2 * h)[:, None, None]).reshape(P, -1)
+        var = np.einsum("pm,pq,qm->m", G, self.covariance, G).reshape(theta0.shape)
+        return np.column_stack([self.loadings @ self.bank_rotation, self.intercepts]), \
+            np.sqrt(np.maximum(var, 0.0))
+
+
+def _varimax_stack(L, max_iter: int = 5000, tol: float = 1e-13):
+    """Kaiser-normalized varimax (:func:`atlascat.irt.rotation.varimax`'s iteration) of a stack
+    of loading matrices (B, J, K), each from the identity, iterated until the rotations move by
+    less than ``tol``: the rotated stack."""
+    n = L.shape[1]
+    Ln = L / np.maximum(np.sqrt((L ** 2).sum(axis=2, keepdims=True)), 1e-300)
+    R = np.broadcast_to(np.eye(L.shape[2]), (L.shape[0],) + (L.shape[2],) * 2)
+    for _ in range(max_iter):
+        LR = Ln @ R
+        grad = np.swapaxes(Ln, 1, 2) @ (LR ** 3 - LR * (LR ** 2).sum(axis=1, keepdims=True) / n)
+        u, _, vt = np.linalg.svd(grad)
+        new = u @ vt
+        done = np.abs(new - R).max() < tol
+        R = new
+        if done:
+            break
+    return L @ R
 
 
 def multidim_standard_errors(bank, y, weights, nodes, log_weights, *, prior_a_sd=None,
@@ -265,3 +277,25 @@ def multidim_standard_errors(bank, y, weights, nodes, log_weights, *, prior_a_sd
     oi = ObservedInformation(info[np.ix_(flat, flat)], np.argwhere(free), grad[free])
     return MultidimStandardErrors(bank.item_ids, Am, d, free, oi, R.T,
                                   prior_a_sd is not None or prior_d_sd is not None)
+
+
+def write_bank_with_se(bank, se: MultidimStandardErrors, path):
+    """Write ``bank`` (CSV or Parquet, as :meth:`MultidimBank.write`) with ``<p>_se`` beside each
+    of its parameters (``se.frame("bank")``); :meth:`MultidimBank.read` keeps them as metadata."""
+    from pathlib import Path
+
+    path = Path(path)
+    df = bank.to_frame()
+    errors = se.frame("bank")
+    cols = []
+    for c in df.columns:
+        cols.append(c)
+        if f"{c}_se" in errors.columns and f"{c}_se" not in df.columns:
+            df[f"{c}_se"] = errors[f"{c}_se"].to_numpy()
+            cols.append(f"{c}_se")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        df[cols].to_parquet(path, index=False)
+    else:
+        df[cols].to_csv(path, index=False, float_format="%.17g")
+    return path
