@@ -18,9 +18,10 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
                        mirt_defaults: bool, quadpts, max_iter: int, tol: float, rotate: str,
                        summary, name, freq_column, normalize_ids: bool, drop_empty: bool,
                        seed, quiet: bool, unsupported: dict, scores=None, se: bool = False) -> None:
-    """Fit, write the bank (a1..aK, d; with ``se`` <parameter>_se beside each), the --summary JSON and the --scores CSV (EAP theta_1..
-    theta_K and se_1..se_K on the bank's varimax axes), print the fit and mirt's rotated
-    summary. ``unsupported``: the options given that a K-dimensional fit has no use for."""
+    """Fit, write the bank (a1..aK, d; with ``se`` <parameter>_se beside each), the --summary
+    JSON and the --scores CSV (EAP theta_1..theta_K and se_1..se_K on the bank's varimax axes),
+    print the fit and mirt's rotated summary. ``unsupported``: the options given that a
+    K-dimensional fit has no use for."""
     from ..errors import ConfigError, ResponseDataError
     from ..irt.multidimcal import PRIOR_D_SD
     from ..irt.rotation import ROTATIONS
@@ -33,6 +34,9 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
     if dims < 2:
         raise ConfigError(f"--dims must be 2 or more (got {dims}); the unidimensional fit is "
                           "atlas calibrate without --dims")
+    if se and dims > 3:
+        raise ConfigError("--se with --dims: standard errors are available for 2 or 3 "
+                          f"dimensions (the EM fits), not {dims}")
     if rotate not in ROTATIONS:
         raise ConfigError(f"--rotate must be one of {', '.join(ROTATIONS)}, not {rotate!r}")
     a_sd = None if mirt_defaults and prior_a == AUTO else prior_a_sd(prior_a)   # as the 1-D
@@ -46,9 +50,6 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
         if not whole_ratings(responses, freq_column):   # a missing file, a bad type: as is
             raise
         raise ResponseDataError(f"{SUPPORTED}: {exc}") from None
-    if se and dims > 3:
-        raise ConfigError(f"--se with --dims: standard errors are available for 2 or 3 "
-                          f"dimensions (the EM fits), not {dims}")
     if len(rm.item_ids) <= dims:
         raise ConfigError(f"--dims {dims} needs more than {dims} items; {responses} has "
                           f"{len(rm.item_ids)}")
