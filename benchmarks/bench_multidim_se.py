@@ -17,10 +17,10 @@ from atlascat.irt.multidimcal import calibrate_multidim
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "oblimin" / "corr2f.csv"
 
 
-def main(repeats: int = 3) -> None:
+def main(repeats: dict | None = None) -> None:
     y = pd.read_csv(DATA, index_col=0)
-    for k in (2, 3):
-        for _ in range(repeats):
+    for k, runs in (repeats or {2: 3}).items():
+        for _ in range(runs):
             t0 = time.perf_counter()
             res = calibrate_multidim(y, k, prior_a_sd=None, prior_d_sd=None, se=True)
             total = time.perf_counter() - t0
