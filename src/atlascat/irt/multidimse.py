@@ -24,10 +24,10 @@ the log-posterior (plus 1 / sd^2 on the diagonal): posterior-mode standard error
 
 Identification. With theta ~ N(0, I) the likelihood is invariant under rotations of the
 loadings (exactly in theory, nearly on the grid), so the full information is singular. mirt
-fixes the rotation by setting the upper triangle of the first K items' loadings to 0 (item 1
-loads on factor 1 only, item 2 on factors 1-2, ...) and reports those as fixed (no SE).
-:func:`multidim_standard_errors` rotates the fit to that orientation (an LQ decomposition of the
-first K rows, diagonal positive), takes the information of the free parameters, and inverts it.
+fixes the rotation by setting loadings of the last items to 0 (the last item loads on factor 1
+only, the one before on factors 1-2, ...: K (K - 1) / 2 of them) and reports those as fixed (no
+SE). :func:`multidim_standard_errors` rotates the fit to that orientation (an LQ decomposition of
+those rows, diagonal positive), takes the information of the free parameters, and inverts it.
 The fitted bank's loadings (varimax, :class:`~atlascat.irt.multidim.MultidimIRT`) are a smooth
 function of those parameters, identified without constraints: their standard errors are the
 delta method's, through a varimax rotation refined from the bank's (``frame("bank")``).
