@@ -432,12 +432,12 @@ def _louis_hessian(post, y, w, D, idx, lat_scores, block_bytes, progress, n_free
     done, total = 0, len(blocks) * Q
     for sub in blocks:
         nb = sub.stop - sub.start
-        yj = y[sub][:, jj]                                            # (nb, Pi)
+        yj = np.ascontiguousarray(y[sub][:, jj])   # (nb, Pi); [:, jj] alone is column-major
         S = np.zeros((nb, Pi))                                        # posterior means
         for c in range(n_cat):
             S += (yj == c) * (post[sub] @ Dsel[:, :, c].T)
         # the score at node q is a look-up: entry p C + y_ip of D[., q, .] (last: 0, missing)
-        look = np.where(yj >= 0, np.arange(Pi) * n_cat + yj, Pi * n_cat)
+        look = np.where(yj >= 0, np.arange(Pi) * n_cat + yj, Pi * n_cat)  # row-major: a fast take
         del yj
         if n_lat:
             T = np.einsum("nq,lnq->nl", post[sub], lat_scores[:, sub])

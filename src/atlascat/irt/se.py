@@ -242,6 +242,7 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
     var = None if latent_variance is None else float(latent_variance)
     info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
                                 weights, nodes, log_weights, log_prior=log_prior,
+                                dlog_prob=lambda p, x: poly.dlog_prob(models, p, x),
                                 latent_log_weights=(None if var is None else
                                                     (lambda v: grid_log_weights(nodes, v))),
                                 latent_variance=var, progress=progress)
