@@ -211,8 +211,8 @@ def dlog_prob(model, params, nodes) -> np.ndarray:
     Exact, in closed form. Graded: d log P_k / d z_k = W_k / P_k and d log P_k / d z_(k+1) =
     -W_(k+1) / P_k with W_k = sigma(z_k) sigma(-z_k), each ratio taken as exp(log W - log P)
     so that it keeps its precision where P or 1 - P* underflows; z_k = a x + d_k, so
-    d / d a1 = x (W_k - W_(k+1)) / P_k. GPCM: d log P_k / d a1 = x (k - E[k | x]) and
-    d log P_k / d d_l = [k = l] - P_l."""
+    d / d a1 = x (W_k - W_(k+1)) / P_k. GPCM: d log P_k / d a1 = x (k - E[k | x]) =
+    x sum_l (k - l) P_l and d log P_k / d d_l = [k = l] - P_l."""
     a, d, _ = _z(params, None)
     x = np.atleast_1d(np.asarray(nodes, dtype=float))
     gp = _models(model, len(a))
@@ -248,7 +248,8 @@ def _gpcm_dlog(a, d, x):
     p = np.where(ok, np.exp(np.where(ok, lp, 0.0)), 0.0)
     k = np.arange(lp.shape[2], dtype=float)
     out = np.empty((len(a), lp.shape[2]) + lp.shape[1:])
-    out[:, 0] = x[None, :, None] * (k - np.sum(p * k, axis=2, keepdims=True))
+    # k - E[k] as sum_l (k - l) P_l: no cancellation in the extreme categories' tails
+    out[:, 0] = x[None, :, None] * (p @ (k[:, None] - k[None, :]).T)
     for l in range(1, lp.shape[2]):
         out[:, l] = (k == l) - p[:, :, l:l + 1]
     return np.where(ok[:, None], out, 0.0)
