@@ -249,18 +249,19 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     # expected counts R (m C, Q) and the groups' node masses N (G, Q)
     lpm = lp0.transpose(0, 2, 1).reshape(m * n_cat, Q)
     rows = _blocks(n, 8.0 * 2 * m * n_cat, block_bytes)
-    L0 = np.empty((n, Q))
-    for r in rows:
-        L0[r] = _onehot(y[r], n_cat) @ lpm                       # (n, Q) node log-lik
-    S0 = L0 + log_w[gidx]
-    shift = np.max(S0, axis=1, keepdims=True)    # perturbations move S by ~step: no overflow
-    E0 = np.exp(S0 - shift)
-    del S0
-    post = E0 / np.sum(E0, axis=1, keepdims=True)
+    L0, E0, post = np.empty((n, Q)), np.empty((n, Q)), np.empty((n, Q))
+    shift = np.empty((n, 1))     # perturbations move the log-lik by ~step: no overflow
     R0 = np.zeros((m * n_cat, Q))
     N0 = np.zeros((n_grp, Q))
     for r in rows:
-        R0 += (_onehot(y[r], n_cat) * w[r, None]).T @ post[r]
+        Yr = _onehot(y[r], n_cat)
+        L0[r] = Yr @ lpm                                          # node log-likelihoods
+        S0 = L0[r] + log_w[gidx[r]]
+        shift[r] = np.max(S0, axis=1, keepdims=True)
+        E0[r] = np.exp(S0 - shift[r])
+        post[r] = E0[r] / np.sum(E0[r], axis=1, keepdims=True)
+        Yr *= w[r, None]
+        R0 += Yr.T @ post[r]
         N0 += _group_weights(gidx[r], w[r], n_grp).T @ post[r]
     R0 = R0.reshape(m, n_cat, 1, Q)
     # D as (m, Q C, K) for the batched products of the score
