@@ -24,7 +24,8 @@ with s_iq the subject's complete-data score at node q (item j's slots d log P_{j
 0 where y_ij is missing; then d log pi_q / dphi). The default (``method="louis"``) takes the
 covariance as one symmetric BLAS product over (subject, node) rows, about N Q P^2 / 2
 multiply-adds for P free parameters, and the block-diagonal complete-data Hessian by central
-differences of ``dlog_prob``. ``method="oakes"`` takes the whole Jacobian of the gradient by
+differences of ``dlog_prob``; it takes the subjects in blocks (``block_bytes``, 256 MiB), so
+its memory beyond the P x P matrix does not grow with the number of subjects. ``method="oakes"`` takes the whole Jacobian of the gradient by
 central differences, one pair of perturbed E-steps per free parameter: a perturbation of item
 j changes one column of the subjects' node log-likelihoods, so each costs one rank-C update
 and the count products, run for a batch of perturbations at once. The two agree to about
@@ -263,6 +264,7 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
         Yr *= w[r, None]
         R0 += Yr.T @ post[r]
         N0 += _group_weights(gidx[r], w[r], n_grp).T @ post[r]
+    del Yr, S0
     R0 = R0.reshape(m, n_cat, 1, Q)
     # D as (m, Q C, K) for the batched products of the score
     D0m = D0.transpose(0, 2, 3, 1).reshape(m, Q * n_cat, -1)

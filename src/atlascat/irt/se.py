@@ -219,7 +219,8 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
     an item's categories, :mod:`atlascat.irt.polytomous`), ``models`` one per item;
     ``prior_a`` the slope prior the fit used (posterior-mode information) or None;
     ``latent_variance``: a partial credit fit's (slopes fixed at 1, mirt's ``"Rasch"``): its
-    intercepts and the variance are the free parameters;
+    intercepts and the variance are the free parameters; the scores use the exact
+    d log P / d params of :func:`atlascat.irt.polytomous.dlog_prob`;
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from . import polytomous as poly
     from .estep import grid_log_weights
