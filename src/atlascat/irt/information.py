@@ -25,10 +25,11 @@ with s_iq the subject's complete-data score at node q (item j's slots d log P_{j
 covariance as one symmetric BLAS product over (subject, node) rows, about N Q P^2 / 2
 multiply-adds for P free parameters, and the block-diagonal complete-data Hessian by central
 differences of ``dlog_prob``; it takes the subjects in blocks (``block_bytes``, 256 MiB), so
-its memory beyond the P x P matrix does not grow with the number of subjects. ``method="oakes"`` takes the whole Jacobian of the gradient by
-central differences, one pair of perturbed E-steps per free parameter: a perturbation of item
-j changes one column of the subjects' node log-likelihoods, so each costs one rank-C update
-and the count products, run for a batch of perturbations at once. The two agree to about
+its memory beyond the P x P matrix does not grow with the number of subjects.
+``method="oakes"`` takes the whole Jacobian of the gradient by central differences, one pair
+of perturbed E-steps per free parameter: a perturbation of item j changes one column of the
+subjects' node log-likelihoods, so each costs one rank-C update and the count products, run
+for a batch of perturbations at once. The two agree to about
 1e-8 relative (``tests/test_se_louis.py``); Louis' form is ~10-20x faster on a few hundred
 items. This is mirt's default ``SE.type = "Oakes"`` for EM fits (mirt 1.45.1), the same
 matrix. With priors the objective is the log-posterior and minus its Hessian (the prior's
@@ -36,7 +37,8 @@ added per item, by finite differences) is the posterior-mode information.
 
 The model enters through a pure function ``log_prob(params, nodes) -> (n_items, n_nodes,
 n_cat)`` of the parameters in mirt's order (binary items: :func:`binary_log_prob`, two
-categories); graded and partial-credit models plug in the same way.
+categories); graded and partial-credit models plug in the same way (with the exact
+:func:`atlascat.irt.polytomous.dlog_prob`).
 
 References
 ----------
