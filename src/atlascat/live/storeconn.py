@@ -12,6 +12,7 @@ thread whose connection was closed opens a new one on its next use."""
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 __all__ = ["Connections", "PerThreadConnections"]
 
@@ -56,6 +57,24 @@ class PerThreadConnections:
     def close(self) -> None:
         """Close the store's connections, every thread's (a later call opens one again)."""
         self._cons.close()
+
+    @classmethod
+    @contextmanager
+    def opened(cls, store, jobs=()):
+        """The store ``store`` (a path, opened here, or a store); if the block fails, a store
+        opened here is closed, and the subjects of ``jobs`` (a list: those built so far) too:
+        nothing owns them then (they were left to the collector)."""
+        given = isinstance(store, cls)
+        store = store if given else cls(store)
+        try:
+            yield store
+        except BaseException:
+            for job in jobs:
+                if hasattr(job.subject, "close"):
+                    job.subject.close()
+            if not given:
+                store.close()
+            raise
 
     def __enter__(self):
         return self
