@@ -116,6 +116,24 @@ def test_a_resumed_run_leaves_nothing_open(ws, monkeypatch):
             assert store.list_runs()["run_id"].tolist() == [run_id]
 
 
+def test_several_models_in_threads_leave_no_connection_behind(ws, monkeypatch):
+    """Each model of a run asked on its own thread opened the store's connection on that
+    thread, and it stayed open (one more per model and per run) until the store was closed;
+    it is closed as its thread ends: only the caller's own connection stays open."""
+    opened = []
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect",
+                        lambda *a, **k: opened.append(connect(*a, **k)) or opened[-1])
+    with nothing_left_open(monkeypatch), RunStore(ws / "r.sqlite") as store:
+        for models in (["m1", "m2", "m3"], ["m4", "m5"]):
+            bank = ItemBank.read(ws / "bank.csv")
+            subjects = [_replay(ws, m)[1] for m in models]
+            live = service.LiveRun.start(store, bank, subjects, seed=1,
+                                         bank_ref=str(ws / "bank.csv"))
+            assert [r.status for r in live.run()] == ["done"] * len(models)
+            assert sum(map(_is_open, opened)) == 1     # the caller's, not one per thread
+
+
 def test_a_start_or_resume_that_fails_leaves_nothing_open(ws, monkeypatch, capsys):
     db = ws / "r.sqlite"
     bank, subject = _replay(ws, "m3")

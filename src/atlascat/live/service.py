@@ -630,10 +630,16 @@ class LiveRun:
                 res.status, res.error = "error", str(exc)
                 return res
 
+        def threaded(job: Job) -> RunResult:
+            try:
+                return one(job)
+            finally:   # the thread ends: its connection too (it stayed open until close())
+                self.store.close_thread()
+
         if len(self.jobs) == 1:
             self.outcomes = [one(self.jobs[0])]
         else:
-            self.outcomes = _in_threads(one, self.jobs, stop)
+            self.outcomes = _in_threads(threaded, self.jobs, stop)
         return self.outcomes
 
     def __repr__(self) -> str:
