@@ -30,6 +30,7 @@ from atlascat.live.store import RunStore
 from atlascat.live.subjects import SubjectSpec
 
 IDS = [f"q{j}" for j in range(12)]
+pytestmark = pytest.mark.filterwarnings("error::ResourceWarning")
 
 
 def _is_open(con) -> bool:
