@@ -22,10 +22,10 @@ Example::
     from atlascat.live.subjects import SimulatedSubject
 
     ref = BankRef.from_option("arc")
-    live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
-    live.run()
-    rows = live.results()     # theta, SE, the predicted score, ...
-    table = live.to_frame()   # one row per run: theta, se, score, score_lo, score_hi, ...
+    with LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)]) as live:
+        live.run()                # `with`: the store (and subjects) closed at its end
+        rows = live.results()     # theta, SE, the predicted score, ...
+        table = live.to_frame()   # one row per run: theta, se, score, score_lo, score_hi, ...
 """
 from __future__ import annotations
 
