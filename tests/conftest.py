@@ -112,3 +112,52 @@ def _sigint_handler_kept():
 
         warnings.warn(f"the test left SIGINT's handler {now!r} installed (restored)",
                       stacklevel=1)
+
+
+#: (connections, where they were opened) of every run store opened since the last test ended
+_OPENED_STORES: list = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_stores_recorded():
+    """Record every run store opened (also by module- and session-scoped fixtures), for
+    :func:`_run_stores_closed`."""
+    import sys
+
+    from atlascat.live import storeconn
+
+    init = storeconn.Connections.__init__
+
+    def recorded(self, open_one):
+        init(self, open_one)
+        frame, opener = sys._getframe(1), None
+        while frame is not None and opener is None:   # the first caller outside the store
+            name = frame.f_code.co_filename.replace("\\", "/")
+            if not name.endswith(("/live/store.py", "/live/storeconn.py", "/contextlib.py")):
+                opener = f"{name}:{frame.f_lineno}"
+            frame = frame.f_back
+        _OPENED_STORES.append((self, opener or "?"))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(storeconn.Connections, "__init__", recorded)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _run_stores_closed():
+    """Every run store opened during a test (or a fixture it uses) is closed at its end. A
+    test that reads a store in one line (``RunStore(db).list_runs()``) left its SQLite
+    connection to the collector (Python 3.13: ``ResourceWarning: unclosed database``). A store
+    that atlascat's own code opened and left open (a LiveRun started from a path and never
+    closed) is closed too, and the warnings summary names where it was opened;
+    ``tests/test_no_leaks.py`` fails on any the live paths leave. A store of a longer-lived
+    fixture opens a connection again on its next use."""
+    import warnings
+
+    yield
+    made, _OPENED_STORES[:] = list(_OPENED_STORES), []
+    for cons, opener in made:
+        if cons._open and "/src/atlascat/" in opener:
+            warnings.warn(f"a run store opened at {opener} was left open (closed now)",
+                          ResourceWarning, stacklevel=1)
+        cons.close()

@@ -121,7 +121,6 @@ def test_progress_and_report(small, tmp_path, capsys):
 @pytest.mark.parametrize("args, words", [
     (["--model", "3pl"], "--dims fits the exploratory multidimensional 2PL"),
     (["--model", "graded"], "--dims fits the exploratory multidimensional 2PL"),
-    (["--se"], "--se is not available with --dims"),
     (["--device", "cuda"], "--device is not available with --dims"),
     (["--groups", "groups.csv"], "--groups is not available with --dims"),
     (["--prior-a", "lognorm(0,0.5)"], "norm(0,SD)"),

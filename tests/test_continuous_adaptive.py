@@ -133,14 +133,15 @@ def test_a_stopped_simulated_run_resumes_to_the_same_scores(qmsum, tmp_path):
                 raise SubjectError("the scorer died")
             return self.inner.score_items(item_ids)
 
-    def start(db, subject):
-        return LiveRun.start(str(db), ref, [subject], seed=3, design="adaptive")
+    def start_run(db, subject, **kw):   # the store it opens closed after it
+        with LiveRun.start(str(db), ref, [subject], seed=3, design="adaptive") as live:
+            return live.run(**kw)
 
-    whole = start(tmp_path / "whole.sqlite",
-                  spec.build(ref.load(), folder=ref.folder())).run()[0]
+    whole = start_run(tmp_path / "whole.sqlite",
+                      spec.build(ref.load(), folder=ref.folder()))[0]
     with pytest.raises(RunStoppedError) as stop:
-        start(tmp_path / "part.sqlite",
-              Flaky(spec.build(ref.load(), folder=ref.folder()))).run(raise_errors=True)
+        start_run(tmp_path / "part.sqlite",
+                  Flaky(spec.build(ref.load(), folder=ref.folder())), raise_errors=True)
     assert 0 < RunStore(str(tmp_path / "part.sqlite")).get_run(stop.value.run_id)["n_items"] \
         < len(whole.items)
     done = resume(str(tmp_path / "part.sqlite"), stop.value.run_id)

@@ -75,9 +75,46 @@ def test_retry_after_is_honoured_in_seconds_or_as_a_date(header, low, high):
         waits = []
         subj = OpenAICompatible(f"http://127.0.0.1:{srv.server_address[1]}/v1", "m",
                                 backoff=0.5, max_backoff=30, sleep=waits.append, timeout=60)
-        data, _, attempts = subj._post_json("/chat/completions", {"model": "m"})
+        with subj:   # its HTTP client closed
+            data, _, attempts = subj._post_json("/chat/completions", {"model": "m"})
     finally:
         srv.shutdown()
         srv.server_close()
     assert attempts == 2 and data["choices"][0]["message"]["content"] == "B"
     assert len(waits) == 1 and low <= waits[0] <= high, waits
+
+
+def test_a_retry_after_past_the_cap_is_said_in_words():
+    """A server asking for a longer wait than ``max_backoff`` (30 s by default) is waited on for
+    the cap only; each retry line and the final error said "retrying in 30 s" as if the server
+    had asked for that. Both now name the wait it asked for and the cap."""
+    from atlascat.errors import AtlasError
+    from atlascat.live.mockserver import MockOpenAIServer
+    from atlascat.live.subjects import OpenAICompatible
+
+    body = {"model": "toylm", "messages": [{"role": "user", "content": "Question: 2+2?"}]}
+    said = "not the 120 s its Retry-After asked for (a wait is capped at 2 s, max_backoff)"
+    for failures in (1, 3):
+        with MockOpenAIServer(None, fault=lambda n, i, t: "429:120" if n <= failures else None
+                              ) as srv:
+            waits, lines = [], []
+            with OpenAICompatible(srv.url, "toylm", backoff=0.5, max_backoff=2, max_retries=2,
+                                  sleep=waits.append) as subj:
+                subj.on_retry = lines.append
+                if failures == 1:
+                    assert subj._post_json("/chat/completions", body)[2] == 2
+                else:
+                    with pytest.raises(AtlasError) as exc:
+                        subj._post_json("/chat/completions", body)
+        assert waits == [2.0] * min(failures, 2)
+        assert lines == [f"toylm: HTTP 429: 'rate limited'; retrying in 2 s, {said}"] * len(waits)
+    assert str(exc.value).endswith("last: HTTP 429: 'rate limited'; the server's Retry-After "
+                                   "asked for 120 s, past the cap of 2 s on a wait "
+                                   "(max_backoff): try again later")
+    with MockOpenAIServer(None, fault=lambda n, i, t: "429:1" if n == 1 else None) as srv:
+        lines = []
+        with OpenAICompatible(srv.url, "toylm", backoff=0.5, max_backoff=2,
+                              sleep=lambda s: None) as subj:
+            subj.on_retry = lines.append
+            subj._post_json("/chat/completions", body)
+    assert lines == ["toylm: HTTP 429: 'rate limited'; retrying in 1 s"]   # within the cap

@@ -397,8 +397,9 @@ class TestRunsInProcess:
 
     def test_several_models_concurrently(self, bank, tmp_path):
         subjects = [SimulatedSubject(bank, th, seed=SEED, name=f"m{th}") for th in (-0.5, 0.5, 1.5)]
-        results = service.LiveRun.start(tmp_path / "many.sqlite", bank, subjects, seed=1,
-                                        config=CATConfig(se_stop=0.15, max_items=60)).run()
+        with service.LiveRun.start(tmp_path / "many.sqlite", bank, subjects, seed=1,
+                                   config=CATConfig(se_stop=0.15, max_items=60)) as live:
+            results = live.run()              # the store it opened closed after it
         for subj, res in zip(subjects, results):
             alone = service.evaluate(bank, SimulatedSubject(bank, subj.theta, seed=SEED,
                                                             name=subj.name),

@@ -260,5 +260,7 @@ def test_ctrl_c_in_python_stops_every_run_of_several_models(tmp_path):
     while time.monotonic() < deadline and set(store.list_runs()["state"]) != {"interrupted"}:
         time.sleep(0.1)
     runs = store.list_runs()
+    store.close()
+    live.close()                         # the store it opened (the runs have stopped)
     assert set(runs["state"]) == {"interrupted"}, runs[["state", "n_items"]]
     assert runs["n_items"].max() < 30 and runs["pending"].sum() == 0

@@ -70,6 +70,8 @@ def _same(py, cli, keys=("theta", "se", "n_items", "stop_reason", "prediction"))
     assert steps[0]["score"].tolist() == steps[1]["score"].tolist()
     assert py.store.get_run(py.jobs[0].run_id)["config"] == \
         cli.store.get_run(cli.jobs[0].run_id)["config"]
+    py.close()
+    cli.close()                                   # their stores, read to the end
     return a
 
 
@@ -106,4 +108,6 @@ def test_a_suite_takes_the_runs_seed(tmp_path):
     for key in ("average", "se_points", "benchmarks", "n_items", "stop_reason"):
         assert a.get(key) == b.get(key), (key, a.get(key), b.get(key))
     steps = [live.store.steps(live.jobs[0].run_id)["item_id"].tolist() for live in (py, cli)]
+    py.close()
+    cli.close()
     assert steps[0] == steps[1]

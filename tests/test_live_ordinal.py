@@ -247,6 +247,7 @@ def test_a_gpcm_bank_runs_live_from_python_as_in_memory(root, tmp_path):
     live = LiveRun.start(tmp_path / "runs.sqlite", ref, [subject], config=config, seed=4)
     live.run(raise_errors=True)
     row = live.results()[0]
+    live.close()                          # the store it opened from the path
     ratings = pd.read_csv(root / "ratings.csv", index_col=0).loc[["m30"]]
     sim = simulate_ordinal_cat(ref.load(), config, responses=ratings,
                                rng=[subject_generator(4, "m30")])

@@ -183,6 +183,13 @@ def ws(tmp_path_factory):
             (folder / fname).write_bytes(gzip.compress(text.encode()) if fname.endswith(".gz")
                                          else text.encode())
     (d / "battles.csv").write_text("model_a,model_b,winner\nx,y,model_a\ny,z,tie\nz,x,model_b\n")
+    # score --groups: a groups file short of subjects, one with a group the fit did not have
+    ids = resp["model"].astype(str)
+    pd.DataFrame({"subject_id": ids[:5], "group": "A"}).to_csv(d / "groups_partial.csv", index=False)
+    pd.DataFrame({"subject_id": ids, "group": ["C"] + ["A"] * (len(ids) - 1)}).to_csv(
+        d / "groups_unknown.csv", index=False)
+    (d / "groups_summary.json").write_text(json.dumps({"groups": {"reference": "A", "groups": [
+        {"group": "A", "mean": 0.0, "sd": 1.0}, {"group": "B", "mean": 0.5, "sd": 1.2}]}}))
     return d
 
 
@@ -265,6 +272,8 @@ CLI_CASES = [
     ("score-no-common-items", "score {d}/resp_other_items.csv --bank {d}/bank.csv", ["none of the"]),
     ("score-semicolon", "score {d}/semicolon.csv --bank {d}/bank.csv", ["semicolon.csv", "';'"]),
     ("score-dir-responses", "score {d}/adir --bank {d}/bank.csv", ["adir", "directory"]),
+    ("score-groups-missing-subject", "score {d}/resp.csv --bank {d}/bank.csv --groups {d}/groups_partial.csv --summary {d}/groups_summary.json", ["have no group", "'m5'"]),
+    ("score-groups-unknown-label", "score {d}/resp.csv --bank {d}/bank.csv --groups {d}/groups_unknown.csv --summary {d}/groups_summary.json", ["'m0'", "group 'C'", "not one of the fit's groups"]),
     # items
     ("items-bank-nonutf8", "items --bank {d}/nonutf8_bank.csv", ["nonutf8_bank.csv", "UTF-8"]),
     ("items-responses-nonutf8", "items --bank {d}/bank.csv {d}/nonutf8_resp.csv", ["nonutf8_resp.csv", "UTF-8"]),

@@ -201,6 +201,7 @@ def test_simulated_model_on_a_bleu_folder_answers_bleu_not_0_or_100(bleu, tmp_pa
     live = LiveRun.start(tmp_path / "runs.sqlite", ref, [subject], seed=0)
     live.run()
     row = live.results()[0]
+    live.close()                                          # the store it opened
     scores = np.asarray(row["scores"], float)
     assert len(scores) == 50 and ((scores > 0) & (scores < 100)).mean() > 0.8
     assert abs(row["theta"] - 0.5) < 2.5 * row["se"], (row["theta"], row["se"])

@@ -110,6 +110,26 @@ class TestItemFunctions:
             num = np.where(ok, (np.where(ok, hi, 0) - np.where(ok, lo, 0)) / (2 * h), 0.0)
             assert_allclose(D[:, col], num, atol=2e-6)
 
+    def test_dlog_prob_keeps_its_precision_in_the_tails(self):
+        """Far beyond a threshold (z = 32, 92) the closed forms keep full relative precision:
+        graded d log P_0 / d d1 = -sigma(z_1), d log P_(K-1) / d d_(K-1) = sigma(-z_(K-1)) (a
+        ratio dP / P of an underflowing 1 - P* lost it, or was 0); GPCM d log P_k / d d_l =
+        [k = l] - P_l."""
+        x = np.array([10.0, 30.0, -30.0])
+        g = np.array([[3.0, 2.0, -1.0]])
+        D = poly.dlog_prob("graded", g, x)
+        z1, z2 = 3.0 * x + 2.0, 3.0 * x - 1.0
+        assert_allclose(D[0, 1, :, 0], -1 / (1 + np.exp(-z1)), rtol=1e-14)
+        assert_allclose(D[0, 2, :, 2], 1 / (1 + np.exp(z2)), rtol=1e-12)
+        assert_allclose(D[0, 0, :, 0], -x / (1 + np.exp(-z1)), rtol=1e-14)
+        G = poly.dlog_prob("gpcm", g, x)
+        p = poly.prob("gpcm", g, x)[0]
+        assert_allclose(G[0, 2, :, 2], 1 - p[:, 2], rtol=1e-14)
+        assert_allclose(G[0, 1, :, 0], -p[:, 1], rtol=1e-14, atol=1e-300)
+        k = np.arange(3)
+        assert_allclose(G[0, 0], x[:, None] * (p @ (k[:, None] - k[None, :]).T), rtol=1e-14)
+        assert_allclose(G[0, 0, 0, 2], 10.0 * (p[0, 1] + 2 * p[0, 0]), rtol=1e-14)
+
     def test_narrow_graded_category_keeps_precision(self):
         p = np.array([[1.0, 0.0, -1e-9]])
         lp = poly.log_prob("graded", p, np.array([0.0]))

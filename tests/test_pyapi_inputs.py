@@ -187,6 +187,7 @@ def test_live_run_from_python(tmp_path):
         live.results()
     live.run()
     row = live.results()[0]
+    live.close()                                        # the store it opened from the path
     stored = RunResult.from_store(str(store), run_id)   # a path, as the docstring says
     assert (stored.theta, stored.n_items) == (row["theta"], row["n_items"])
     # the run's EAP is on the adaptive test's grid (CATConfig.quadpts, 61 nodes), not

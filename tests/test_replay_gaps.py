@@ -144,13 +144,14 @@ def test_an_adaptive_test_with_gaps_resumes_to_the_same_end(gapped, tmp_path):
     ref = BankRef.from_option(str(root / "bank"))
     targets = str(root / "targets.csv")
 
-    def start(store, subject):
-        return LiveRun.start(str(store), ref, [subject], seed=3, design="adaptive")
+    def start_run(store, subject, **kw):   # the store it opens closed after it
+        with LiveRun.start(str(store), ref, [subject], seed=3, design="adaptive") as live:
+            return live.run(**kw)
 
-    whole = start(tmp_path / "whole.sqlite", RecordedAnswers(targets, models[1])).run()[0]
+    whole = start_run(tmp_path / "whole.sqlite", RecordedAnswers(targets, models[1]))[0]
     flaky = _Flaky(RecordedAnswers(targets, models[1]), fail_at=12)
     with pytest.raises(RunStoppedError) as stop:
-        start(tmp_path / "part.sqlite", flaky).run(raise_errors=True)
+        start_run(tmp_path / "part.sqlite", flaky, raise_errors=True)
     store = RunStore(str(tmp_path / "part.sqlite"))
     session = store.get_run(stop.value.run_id)["session"]
     assert 0 < store.get_run(stop.value.run_id)["n_items"] < len(whole.items)

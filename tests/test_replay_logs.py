@@ -152,13 +152,14 @@ def test_a_run_replaying_logs_resumes_from_the_logs(mc2_folder, tmp_path):
                 raise SubjectError("the server died")
             return self.inner.loglikelihood(requests)
 
-    def start(db, subject):
-        return LiveRun.start(str(db), ref, [subject], seed=3, design="adaptive")
+    def start_run(db, subject, **kw):   # the store it opens closed after it
+        with LiveRun.start(str(db), ref, [subject], seed=3, design="adaptive") as live:
+            return live.run(**kw)
 
-    whole = start(tmp_path / "whole.sqlite", spec.build(bank, folder=ref.folder())).run()[0]
+    whole = start_run(tmp_path / "whole.sqlite", spec.build(bank, folder=ref.folder()))[0]
     flaky = Flaky(spec.build(bank, folder=ref.folder()))
     with pytest.raises(RunStoppedError) as stop:
-        start(tmp_path / "part.sqlite", flaky).run(raise_errors=True)
+        start_run(tmp_path / "part.sqlite", flaky, raise_errors=True)
     store = RunStore(str(tmp_path / "part.sqlite"))
     assert 0 < store.get_run(stop.value.run_id)["n_items"] < len(whole.items)
     assert store.get_run(stop.value.run_id)["subject"]["matrix"] == str(

@@ -151,6 +151,24 @@ def test_polytomous_standard_errors_at_mirts_estimates(name, log_prob):
     np.testing.assert_allclose(info.gradient, 0.0, atol=0.05)   # mirt's estimate: a stationary point
 
 
+def test_ordinal_standard_errors_at_mirts_converged_gpcm_are_mirts():
+    """ordinal_standard_errors (exact d log P, poly.dlog_prob) at mirt's GPCM estimates of
+    Science at TOL 1e-8 (a stationary point) gives mirt's SEs within 1e-6 relative (central
+    differences of log P gave 1.3e-5)."""
+    from atlascat.irt.se import ordinal_standard_errors
+
+    ref = mirt_items("science_gpcm_tight")
+    sci = pd.read_csv(REF / "science.csv")
+    items = list(sci.columns)
+    params = np.array([ref[ref.item == it].value.to_numpy() for it in items])
+    s = ordinal_standard_errors(sci.to_numpy() - 1.0, None, params, "gpcm", item_ids=items,
+                                nodes=QUAD.nodes, log_weights=QUAD.log_weights, model="gpcm")
+    got = s.frame("mirt").set_index("item_id")
+    want = ref.pivot(index="item", columns="parameter", values="se").loc[items]
+    for p in ("a1", "d1", "d2", "d3"):
+        np.testing.assert_allclose(got[f"{p}_se"], want[p], rtol=1e-6)
+
+
 # ---------------------------------------------------------------------------- analytic checks
 def _binary_data(rng, n=600, m=6, c=0.0):
     a = rng.uniform(0.7, 2.0, m)

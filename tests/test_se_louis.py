@@ -115,3 +115,47 @@ def test_unknown_method_is_refused(rng):
     with pytest.raises(ConfigError, match="louis, oakes"):
         observed_information(binary_log_prob, params, np.isfinite(params), yc, None,
                              QUAD.nodes, QUAD.log_weights, method="fast")
+
+
+@pytest.mark.parametrize("case", ["2pl-prior", "graded", "groups"])
+def test_louis_blocks_of_subjects_give_the_same_matrix(rng, case):
+    """Louis' form taken a few subjects at a time (a tiny ``block_bytes``: blocks of 1-3
+    subjects, one node per product) equals the one-block matrix to 1e-12 relative."""
+    kw = {}
+    if case == "graded":
+        th = rng.normal(size=300)
+        y = np.column_stack([np.digitize(1.1 * th + rng.logistic(size=300), [-1.2, 0.0, 1.1])
+                             for _ in range(4)]).astype(float)
+        y[rng.random(y.shape) < 0.05] = np.nan
+        params = np.array([[1.1, 1.2, 0.0, -1.1]] * 4)
+        args = (lambda p, x: poly.log_prob("graded", p, x), params, np.isfinite(params),
+                category_indices(y), None)
+    elif case == "groups":
+        groups = rng.integers(0, 2, 300)
+        yc, params = _binary(rng, n=300, m=5, theta=rng.normal(0.4 * groups, 1.0))
+        free = np.zeros(params.shape, dtype=bool)
+        free[:, :2] = True
+
+        def lw(p):
+            return np.stack([QUAD.log_weights, grid_log_weights(QUAD.nodes - p[0], p[1])])
+
+        args = (binary_log_prob, params, free, yc, rng.integers(1, 4, 300).astype(float))
+        kw = dict(dlog_prob=binary_dlog_prob, latent_log_weights=lw,
+                  latent_params=np.array([0.4, 1.2]), groups=groups)
+    else:
+        yc, params = _binary(rng, n=300, m=6)
+        free = np.zeros(params.shape, dtype=bool)
+        free[:, :2] = True
+        args = (binary_log_prob, params, free, yc, rng.integers(1, 4, 300).astype(float))
+        kw = dict(dlog_prob=binary_dlog_prob,
+                  log_prior=lambda p: -0.5 * (np.log(p[:, 0]) / 0.5) ** 2)
+    log_w = QUAD.log_weights if case != "groups" else kw["latent_log_weights"](
+        kw["latent_params"])
+    one = observed_information(*args, QUAD.nodes, log_w, **kw)
+    n_par = len(one.index)
+    tiny = observed_information(*args, QUAD.nodes, log_w, block_bytes=8.0 * 4 * n_par * 2.5,
+                                **kw)
+    scale = np.max(np.abs(one.matrix))
+    assert np.max(np.abs(tiny.matrix - one.matrix)) <= 1e-12 * scale
+    np.testing.assert_allclose(tiny.gradient, one.gradient, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_array_equal(tiny.matrix, tiny.matrix.T)

@@ -169,6 +169,8 @@ def test_the_answer_seed_of_simulate_theta_is_the_runs_models(tmp_path):
                           [SubjectSpec.parse("simulate:0.3", "m0").build(ref)],
                           config=SuiteConfig(seed=SEED))
     assert suite.jobs[0].subject.seed == answer_seed(SEED, "m0")
+    for started in (live, typed, suite):
+        started.close()                               # the stores they opened
     again = SubjectSpec.rebuild(built("simulate:0.3", "m0", seed=SEED).describe(), "arc",
                                 seed=SEED + 1)
     assert again.seed == answer_seed(SEED, "m0") and again.name == "m0"

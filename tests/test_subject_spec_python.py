@@ -43,6 +43,7 @@ def test_build_on_the_reference_is_the_subject_atlas_evaluate_asks(f1_folder, tm
                              seed=2)
         live.run()
         row = live.results()[0]
+        live.close()                                    # the store it opened
         assert row["items"] == cli["items"] and row["scores"] == cli["scores"]
         assert row["prediction"]["score"] == pytest.approx(cli["prediction"]["score"],
                                                            abs=1e-12)

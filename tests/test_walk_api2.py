@@ -165,6 +165,7 @@ def test_live_run_table_and_store_repr(tmp_path):
     live.run()
     df = live.to_frame()
     rows = live.results()
+    live.close()                          # the store it opened from the path
     assert list(df["run_id"]) == [r["run_id"] for r in rows]
     assert {"items", "scores", "prediction"}.isdisjoint(df.columns)
     for col in ("score", "score_lo", "score_hi", "percentile"):
@@ -231,6 +232,7 @@ def test_suite_run_table_row_is_its_average(tmp_path):
     live.run()
     row = live.to_frame().iloc[0]
     average = live.results()[0]["average"]
+    live.close()
     assert row["benchmark"] == "openllm-v1 average"
     assert row["score"] == pytest.approx(average["score"])
     assert row["score_lo"] == pytest.approx(average["lo"])

@@ -53,9 +53,9 @@ def suite_runs(tmp_path_factory):
     bank = ref.load()
     subjects = [SimulatedSubject(bank, th, seed=k, name=f"ckpt-{k}")
                 for k, th in enumerate((-0.5, 0.2, 0.9))]
-    live = LiveRun.start(db, ref, subjects, config=SuiteConfig(max_items=18, min_items=12))
-    live.run()
-    return db, [j.run_id for j in live.jobs], live.results()
+    with LiveRun.start(db, ref, subjects, config=SuiteConfig(max_items=18, min_items=12)) as live:
+        live.run()                          # the store it opened closed after it
+        return db, [j.run_id for j in live.jobs], live.results()
 
 
 def test_atlas_runs_does_not_replay_a_finished_suite_run_each_time(suite_runs, monkeypatch):

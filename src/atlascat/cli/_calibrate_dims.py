@@ -17,12 +17,13 @@ SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers on
 def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_a: str,
                        mirt_defaults: bool, quadpts, max_iter: int, tol: float, rotate: str,
                        summary, name, freq_column, normalize_ids: bool, drop_empty: bool,
-                       seed, quiet: bool, unsupported: dict, scores=None,
+                       seed, quiet: bool, unsupported: dict, scores=None, se: bool = False,
                        fmt: str = "ours") -> None:
-    """Fit, write the bank (a1..aK, d), the --summary JSON and the --scores CSV (EAP theta_1..
-    theta_K and se_1..se_K on the bank's varimax axes), print the fit and mirt's rotated
-    summary. ``unsupported``: the options given that a K-dimensional fit has no use for;
-    ``fmt`` "mirt": the bank as mirt's coef(mod, simplify = TRUE)$items, X, a1..aK, d, g, u."""
+    """Fit, write the bank (a1..aK, d; with ``se`` <parameter>_se beside each), the --summary
+    JSON and the --scores CSV (EAP theta_1..theta_K and se_1..se_K on the bank's varimax axes),
+    print the fit and mirt's rotated summary. ``unsupported``: the options given that a
+    K-dimensional fit has no use for; ``fmt`` "mirt": the bank as mirt's coef(mod, simplify =
+    TRUE)$items, X, a1..aK, d, g, u."""
     from ..errors import ConfigError, ResponseDataError
     from ..irt.multidimcal import PRIOR_D_SD
     from ..irt.rotation import ROTATIONS
@@ -35,6 +36,9 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
     if dims < 2:
         raise ConfigError(f"--dims must be 2 or more (got {dims}); the unidimensional fit is "
                           "atlas calibrate without --dims")
+    if se and dims > 3:
+        raise ConfigError("--se with --dims: standard errors are available for 2 or 3 "
+                          f"dimensions (the EM fits), not {dims}")
     if rotate not in ROTATIONS:
         raise ConfigError(f"--rotate must be one of {', '.join(ROTATIONS)}, not {rotate!r}")
     a_sd = None if mirt_defaults and prior_a == AUTO else prior_a_sd(prior_a)   # as the 1-D
@@ -51,13 +55,21 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
     if len(rm.item_ids) <= dims:
         raise ConfigError(f"--dims {dims} needs more than {dims} items; {responses} has "
                           f"{len(rm.item_ids)}")
-    res = _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet)
+    res = _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet, se)
     bank = res.bank if name is None else _named(res.bank, name)
+    frame = None
     if fmt == "mirt":
-        from ..irt.bank import write_frame
         from ..irt.multidimframe import mirt_frame
 
-        write_frame(mirt_frame(bank), output)
+        frame = mirt_frame(bank)
+    if res.se is not None:
+        from ..irt.multidimse import write_bank_with_se
+
+        write_bank_with_se(bank, res.se, output, frame=frame)
+    elif frame is not None:
+        from ..irt.bank import write_frame
+
+        write_frame(frame, output)
     else:
         bank.write(output)
     if summary is not None:
@@ -121,7 +133,7 @@ def _named(bank, name: str):
     return MultidimBank(bank.item_ids, bank.loadings, bank.intercepts, metadata=meta)
 
 
-def _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet: bool):
+def _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet: bool, se: bool):
     """calibrate_multidim with a progress bar over its iterations (unless quiet); the
     non-convergence warning is left to :func:`_report`."""
     import warnings
@@ -129,7 +141,7 @@ def _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet: bool):
     from ..irt.multidimcal import calibrate_multidim
 
     kw = dict(prior_a_sd=a_sd, prior_d_sd=d_sd, quadpts=quadpts, max_iter=max_iter, tol=tol,
-              random_state=seed)
+              random_state=seed, se=se)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "the .* did not converge", UserWarning)
         if quiet:
@@ -162,6 +174,12 @@ def _report(res, rm, rotate: str, output: str) -> None:
                       markup=False, highlight=False)
     else:
         console.print("no priors (maximum likelihood, as mirt)", highlight=False)
+    if res.se is not None:
+        kind = "posterior-mode " if res.se.posterior_mode else ""
+        console.print(f"standard errors from the {kind}observed information (Louis, as mirt's "
+                      f"SE=TRUE), {s['se_seconds']:.1f} s: <parameter>_se columns (the bank's "
+                      "varimax loadings; mirt's coef(printSE=TRUE) orientation in Python: "
+                      "res.standard_errors(\"none\"))", markup=False, highlight=False)
     if not res.converged:
         warn(f"the {res.n_dims}-dimensional 2PL stopped at {res.n_iter} iterations before "
              "converging")

@@ -462,6 +462,35 @@ def group_keywords(groups, reference_group) -> dict:
     return {"groups": read_groups(groups), "reference_group": reference_group}
 
 
+#: --groups and --summary of the commands that read a multiple-group bank (score, fit)
+GROUPS_HELP = ("A bank from atlas calibrate --groups: each subject's group (a CSV of subject id "
+               "and group, as there), with --summary.")
+SUMMARY_HELP = ("With --groups: the JSON summary atlas calibrate --groups --summary wrote (each "
+                "group's latent mean and SD on the bank's scale).")
+
+
+def group_priors_option(groups, summary):
+    """--groups and --summary read: {"groups": subject id -> group, "priors": group -> (mean,
+    sd)} (:func:`atlascat.irt.groupscore.group_priors`), None without both; a one-line error
+    where one comes without the other."""
+    from ..errors import ConfigError
+
+    if groups is None and summary is None:
+        return None
+    if groups is None or summary is None:
+        raise ConfigError("--groups and --summary go together: each subject's group and the "
+                          "groups' priors (the summary of atlas calibrate --groups --summary)")
+    from ..irt.groups import read_groups
+    from ..irt.groupscore import group_priors
+
+    try:
+        priors = group_priors(summary)
+    except ConfigError as exc:
+        raise ConfigError(f"--summary: {exc}; atlas calibrate --groups --summary writes it"
+                          ) from None
+    return {"groups": read_groups(groups), "priors": priors}
+
+
 def write_scores_csv(df, output) -> None:
     """A score table written whole or not at all (8 significant digits), its folder made."""
     from ..validation import write_guard

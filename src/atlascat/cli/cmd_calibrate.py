@@ -228,8 +228,8 @@ def _calibrate_dims(opts: dict) -> None:
         max_iter=o["max_iter"], tol=o["tol"], rotate=o["rotate"], summary=o["summary"],
         name=o["name"], freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
         drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], scores=o["scores"],
-        fmt=o["fmt"], unsupported={"--rating-range": o["rating_range"] is not None,
-                                   "--se": o["se"],
+        se=o["se"], fmt=o["fmt"],
+        unsupported={"--rating-range": o["rating_range"] is not None,
                      **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
                                     o["filter_"], None, o["convergence"], o["dtype"],
                                     o["device"], o["groups"], o["reference_group"])})

@@ -487,11 +487,12 @@ def _resume(o: _Options, limiter):
     from ..live.service import LiveRun
     from ..live.store import RunStore
 
-    store = RunStore(o.db)
-    if o.bank and any(store.get_run(rid)["kind"] == "suite" for rid in o.resume):
-        raise ConfigError("a suite run asks the suite's own banks; drop --bank")
-    return LiveRun.resume(store, o.resume, bank=BankRef.from_option(o.bank) if o.bank else None,
-                          **o.settings(limiter, resumed=True))
+    with RunStore.opened(o.db) as store:   # closed when no run resumes (an unknown id)
+        if o.bank and any(store.get_run(rid)["kind"] == "suite" for rid in o.resume):
+            raise ConfigError("a suite run asks the suite's own banks; drop --bank")
+        return LiveRun.resume(store, o.resume,
+                              bank=BankRef.from_option(o.bank) if o.bank else None,
+                              **o.settings(limiter, resumed=True))
 
 
 def _say(text: str) -> None:
@@ -541,11 +542,12 @@ def _resume_hint(o: _Options, run_ids) -> str:
 
 
 def _drive(o: _Options, live, stop=None) -> None:
-    """:func:`_drive_runs`, the run store's connections closed after it, whatever the end."""
+    """:func:`_drive_runs`, the run store's connections and the subjects (HTTP clients,
+    processes) closed after it, whatever the end."""
     try:
         _drive_runs(o, live, stop)
     finally:
-        live.store.close()
+        live.close()
 
 
 def _drive_runs(o: _Options, live, stop=None) -> None:

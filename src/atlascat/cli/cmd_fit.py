@@ -10,20 +10,30 @@ import typer
 
 from ..validation import json_safe
 
-from ._common import (RESPONSES_HELP, bank_option_help, check_seed, console, err_console,
-                      output_file, print_frame)
+from ._common import (GROUPS_HELP, RESPONSES_HELP, SUMMARY_HELP, bank_option_help, check_seed,
+                      console, err_console, output_file, print_frame)
+
+_GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " M2 over the "
+                       "groups and S-X2 within each under its prior (mirt's M2 and itemfit on "
+                       "multipleGroup).")
+_SUMMARY = typer.Option(None, "--summary", metavar="JSON", help=SUMMARY_HELP)
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
-               items: bool = True, person: bool = False, q3: bool = False, bar=None) -> dict:
+               items: bool = True, person: bool = False, q3: bool = False, bar=None,
+               grouping=None) -> dict:
     """The JSON-ready fit report (library calls only; used by the command and by tests);
-    ``bar``: a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage)."""
+    ``bar``: a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage);
+    ``grouping`` (a multiple-group bank: :func:`._common.group_priors_option`): S-X2 per group,
+    no M2."""
     import numpy as np
 
     from ..irt import fit
 
     est = bank.model if estimated is None else estimated
     report: dict = {"n_subjects": int(rm.n_subjects), "n_items": int(len(bank)), "estimated": est}
+    if grouping is not None:
+        return _group_report(report, rm, bank, estimated, grouping, items, person)
     n = len(bank)
     if partition_size is None and n > fit.MAX_M2_ITEMS:
         partition_size = 100
@@ -66,6 +76,32 @@ def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, s
     if q3:
         _, summary = fit.q3(rm, bank)
         report["q3"] = summary
+    return report
+
+
+def _group_report(report: dict, rm, bank, estimated, grouping, items: bool, person: bool):
+    """A multiple-group bank's report: M2 over the groups (:func:`atlascat.irt.groupfit.
+    m2_groups`, SRMSR per group; a note in its place where it cannot be computed), S-X2 within
+    each group under its prior (:func:`atlascat.irt.groupfit.sx2_groups`, a ``group`` per row)
+    and person fit (WLE: no prior)."""
+    from ..errors import ConfigError, ResponseDataError
+    from ..irt import fit
+    from ..irt.groupfit import m2_groups, sx2_groups
+    from ._fit_ordinal import sx2_rows
+
+    try:
+        report.update(m2_groups(rm, bank, grouping["groups"], grouping["priors"],
+                                estimated=estimated))
+    except (ConfigError, ResponseDataError) as exc:
+        report["M2_note"] = f"M2 left out: {exc}; item fit (S-X2) within each group below"
+    if items:
+        sx = sx2_groups(rm, bank, grouping["groups"], grouping["priors"], estimated=estimated)
+        report["items"] = [{**row, "group": g} for row, g in zip(sx2_rows(sx), sx["group"])]
+    if person:
+        from ..irt.meansquare import person_fit_summary
+
+        report["person_fit"] = person_fit_summary(fit.person_fit(rm, bank, method="wle"),
+                                                  weights=rm.weights)
     return report
 
 
@@ -131,6 +167,8 @@ def register(app: typer.Typer) -> None:
                                        help="Ordinal banks: exact, or mirt to reproduce mirt "
                                             "1.45.1's M2 of GPCM items (its dP slope "
                                             "derivative) [default: exact]."),
+        groups: Path = _GROUPS,
+        summary: Path = _SUMMARY,
     ):
         """Model fit: M2, df, p, RMSEA (90% CI), SRMSR, TLI, CFI, and S-X2 per item.
 
@@ -150,7 +188,8 @@ def register(app: typer.Typer) -> None:
         if gpcm_slope is not None and gpcm_slope.lower() not in ("exact", "mirt"):
             raise ConfigError(f"--gpcm-slope must be exact or mirt, got {gpcm_slope!r}")
         check_seed(seed)
-        output_file(output, inputs={"RESPONSES": responses, "--bank": bank})
+        output_file(output, inputs={"RESPONSES": responses, "--bank": bank, "--groups": groups,
+                                    "--summary": summary})
         if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
             from ._fit_ordinal import fit_ordinal_cmd
 
@@ -161,13 +200,14 @@ def register(app: typer.Typer) -> None:
                 gpcm_slope=None if gpcm_slope is None else gpcm_slope.lower(),
                 items=not no_items,
                 binary_only={"--partition-size": partition_size is not None,
-                             "--person-fit": person, "--q3": q3})
+                             "--person-fit": person, "--q3": q3, "--groups": bool(groups)})
         else:
             report = _binary_fit(responses, bank, freq_column=freq_column,
                                  normalize_ids=normalize_ids, extra_items=extra_items,
                                  estimated=estimated, partition_size=partition_size, seed=seed,
                                  items=not no_items, person=person, q3=q3,
-                                 ordinal_only=(("--m2", m2_type), ("--gpcm-slope", gpcm_slope)))
+                                 ordinal_only=(("--m2", m2_type), ("--gpcm-slope", gpcm_slope)),
+                                 grouping=(groups, summary))
         _show(report, output, as_json)
 
 
@@ -186,12 +226,20 @@ def _show(report: dict, output, as_json: bool) -> None:
 
 
 def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, estimated,
-                partition_size, seed, items, person, q3, ordinal_only) -> dict:
-    """The report of a binary bank (its options checked; the ordinal-only ones refused)."""
+                partition_size, seed, items, person, q3, ordinal_only, grouping=(None, None)
+                ) -> dict:
+    """The report of a binary bank (its options checked; the ordinal-only ones refused);
+    ``grouping``: --groups and --summary (:func:`._common.group_priors_option`)."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
     from ..bankdir.predict import read_answers
-    from ._common import align_items, binary_bank_only
+    from ._common import align_items, binary_bank_only, group_priors_option
+
+    grouping = group_priors_option(*grouping)
+    clash = [o for o, on in (("--partition-size", partition_size is not None), ("--q3", q3))
+             if on and grouping is not None]
+    if clash:
+        raise ConfigError(f"--groups: M2, S-X2 per group and person fit only; drop {clash[0]}")
 
     if estimated is not None and estimated.lower() not in ("none", "rasch", "1pl",
                                                            "2pl", "3pl", "4pl"):
@@ -212,7 +260,7 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
     with progress_bar("M2", total=None) as advance:
         return fit_report(rm, bk, estimated=None if estimated is None else estimated.lower(),
                           partition_size=partition_size, seed=seed, items=items, person=person,
-                          q3=q3, bar=advance)
+                          q3=q3, bar=advance, grouping=grouping)
 
 
 def _print_report(report: dict) -> None:
@@ -228,7 +276,10 @@ def _print_report(report: dict) -> None:
         console.print(f"[bold]{report.get('statistic', 'M2')}[/] = {report['M2']:.3f} on "
                       f"{report['df']:.0f} df, p = {report['p']:.4g}   ({what})")
         num = {k: (f"{report[k]:.4f}" if np.isfinite(report[k]) else "undefined")
-               for k in ("RMSEA", "RMSEA_5", "RMSEA_95", "SRMSR", "TLI", "CFI")}
+               for k in ("RMSEA", "RMSEA_5", "RMSEA_95", "TLI", "CFI")}
+        srmsr = report["SRMSR"]    # a multiple-group bank's: per group
+        num["SRMSR"] = ", ".join(f"{g} {v:.4f}" for g, v in srmsr.items()) \
+            if isinstance(srmsr, dict) else f"{srmsr:.4f}" if np.isfinite(srmsr) else "undefined"
         console.print(f"RMSEA = {num['RMSEA']} [{num['RMSEA_5']}, {num['RMSEA_95']}]   "
                       f"SRMSR = {num['SRMSR']}   TLI = {num['TLI']}   CFI = {num['CFI']}")
     if "statistic" in report and "note" in report:

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from ..irt.defaults import SCORE_QUADPTS, THETA_RANGE
-from ._common import (RESPONSES_HELP, align_items, bank_option_help, console, err_console,
-                      load_responses, output_file, print_frame, quiet_option, se_line,
-                      warn, write_scores_csv)
+from ._common import (GROUPS_HELP, RESPONSES_HELP, SUMMARY_HELP, align_items,
+                      bank_option_help, console, err_console, load_responses, output_file,
+                      print_frame, quiet_option, se_line, warn, write_scores_csv)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -22,6 +22,9 @@ _CALIBRATION = typer.Option(None, "--calibration",
 _DEVICE = typer.Option("cpu", "--device",
     help="Where the scores are computed (every method): cpu (NumPy) | cuda (GPU through "
          "PyTorch or CuPy, the package's 'gpu' extra).")
+_GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " EAP/MAP score "
+                       "each subject under its group's prior (mirt's fscores on multipleGroup).")
+_SUMMARY = typer.Option(None, "--summary", metavar="JSON", help=SUMMARY_HELP)
 _ROTATE = typer.Option("none", "--rotate", metavar="none|oblimin|geomin|varimax",
     help="A multidimensional bank: the axes of theta_1..theta_K: none (the bank's a1..aK, "
          "prior N(0, I)) or mirt's summary rotation (oblimin: mirt's fscores default).")
@@ -96,6 +99,8 @@ def score_command(
                               "-o on the folder --bank): its factors widen the SE and interval."),
     device: str = _DEVICE,
     rotate: str = _ROTATE,
+    groups: Path = _GROUPS,
+    summary: Path = _SUMMARY,
     quiet: bool = quiet_option(),
 ):
     """Score every subject: theta, SE, items answered, observed and reconstructed mean score.
@@ -110,21 +115,24 @@ def score_command(
     pattern at its max_theta bound or as +-Inf. An ordinal bank (graded / gpcm): RESPONSES
     are ratings on the items' own scales, mean_rating stands where mean_score does, and
     score, score_lo, score_hi are the predicted mean rating over the whole bank (95%
-    interval; a share of each item's scale when the items' scales differ).
+    interval; a share of each item's scale when the items' scales differ). With --groups
+    (a bank from calibrate --groups) a group column too.
     """
     from ..catalogue import BankRef
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
     output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
-                                         "--calibration": calibration, "--form": form})
+                                         "--calibration": calibration, "--form": form,
+                                         "--groups": groups, "--summary": summary})
     if _other_bank(locals()):   # ordinal or multidimensional: scored there
         return
+    grouping = _grouping(groups, summary, method.lower(), prior_mean, prior_sd, form)
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, factors, n_form = _form_factors(form, ref, rm)
     answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))
-    df = _scores(rm, bk, method.lower(), prior_mean=prior_mean, prior_sd=prior_sd,
+    df = _scores(rm, bk, method.lower(), grouping, prior_mean=prior_mean, prior_sd=prior_sd,
                  quadpts=quadpts, device=device)
     if reconstruct != "none":
         lam = lam if lam is not None or reconstruct == "pirt" else _estimated_lambda(
@@ -149,7 +157,8 @@ def _other_bank(o: dict) -> bool:
 
     binary_only = {"--reconstruct": o["reconstruct"] != "none", "--device": o["device"] != "cpu",
                    "--form": bool(o["form"]), "--calibration": o["calibration"] is not None,
-                   "--lambda": o["lam"] is not None}
+                   "--lambda": o["lam"] is not None, "--groups": o["groups"] is not None,
+                   "--summary": o["summary"] is not None}
     if is_poly_bank_file(o["bank"]):
         from ._calibrate_ordinal import score_ordinal_cmd
 
@@ -261,13 +270,42 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, 
     check_seed(seed)
 
 
-def _scores(rm, bk, method: str, **settings):
-    """theta, SE, items answered and the mean item score per subject (and the pattern frequency)."""
+def _grouping(groups, summary, method: str, prior_mean: float, prior_sd: float, form):
+    """--groups and --summary read (:func:`._common.group_priors_option`) and said in one
+    line, or None without them; a one-line error with ML / WLE (no prior), --prior-mean /
+    --prior-sd (the groups' priors stand for them) or --form."""
+    from ..errors import ConfigError
+    from ._common import group_priors_option
+
+    grouping = group_priors_option(groups, summary)
+    if grouping is None:
+        return None
+    clash = [o for o, on in (("--method " + method, method not in ("eap", "map")),
+                             ("--prior-mean", prior_mean != 0.0), ("--prior-sd", prior_sd != 1.0),
+                             ("--form", form is not None)) if on]
+    if clash:
+        raise ConfigError(f"--groups scores EAP/MAP under each group's prior from --summary; "
+                          f"drop {clash[0]}")
+    console.print("each subject under its group's prior: " + ", ".join(
+        f"{g} N({m:.3f}, {s:.3f}^2)" for g, (m, s) in grouping["priors"].items()), markup=False)
+    return grouping
+
+
+def _scores(rm, bk, method: str, grouping=None, **settings):
+    """theta, SE, items answered and the mean item score per subject (and the pattern
+    frequency); ``grouping`` (:func:`_grouping`): each under its group's prior, a group column."""
     import numpy as np
 
     from ..irt.ability import estimate_ability
 
-    df = estimate_ability(rm, bk, method, **settings)
+    if grouping is not None:
+        from ..irt.groupscore import score_groups
+
+        for key in ("prior_mean", "prior_sd"):
+            settings.pop(key)
+        df = score_groups(rm, bk, grouping["groups"], grouping["priors"], method, **settings)
+    else:
+        df = estimate_ability(rm, bk, method, **settings)
     y = rm.aligned_values(bk.item_ids)
     obs = ~np.isnan(y)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -353,7 +353,9 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
                  *, start=None, counts=None, se=False, se_callback=None, **result_fields):
     """A :class:`atlascat.irt.result.CalibrationResult` of :func:`fit_groups` (the bank on the
     reference group's N(0, 1) scale, the subjects' EAPs on it too, ``groups`` the groups'
-    means and SDs from :func:`group_summary`); ``result_fields``: its other fields.
+    means and SDs from :func:`group_summary`; the subjects' EAPs as mirt's ``fscores``, each
+    under its group's prior, :func:`atlascat.irt.groupscore.eap_by_prior`); ``result_fields``:
+    its other fields.
     ``se``: with the standard errors (:mod:`atlascat.irt.groupse`) in ``se`` and each
     group's ``mean_se``, ``var``, ``var_se``, ``sd_se`` in ``groups``."""
     from .itemmodel import to_bank
@@ -363,7 +365,6 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
                      start_bank=start, **em_settings)
     bank = to_bank(item_ids, fit["th"], item_model, "1pl" if model == "rasch" else model,
                    fit["var"])
-    sd0 = math.sqrt(fit["var"])
     summary = group_summary(groups, fit, w)
     ses = None
     if se:
@@ -375,10 +376,17 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
         for row, t in zip(summary["groups"], table.itertuples()):
             row.update({"mean_se": _num(t.mean_se), "var": float(t.var),
                         "var_se": _num(t.var_se), "sd_se": _num(t.sd_se)})
+    # the subjects' scores as mirt's fscores on the fit gives them (and atlas score --groups):
+    # EAP under each one's group prior on the bank's scale, 121 nodes on [-6, 6]
+    from .groupscore import eap_by_prior
+
+    mean, sd = (np.array([g[k] for g in summary["groups"]])[groups.index] for k in ("mean", "sd"))
+    theta, theta_se = eap_by_prior(values, bank, mean, sd, device=em_settings.get("device", "cpu"),
+                                   memory_limit=em_settings.get("memory_limit"))
     return CalibrationResult(
         bank=bank, model=model, loglik=fit["loglik"], loglik_trace=fit["trace"],
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=0.0,
-        theta=fit["theta"] / sd0, theta_se=fit["theta_se"] / sd0, latent_variance=fit["var"],
+        theta=theta, theta_se=theta_se, latent_variance=fit["var"],
         log_posterior=fit["log_posterior"], groups=summary, se=ses, **result_fields)
 
 

@@ -24,10 +24,12 @@ with s_iq the subject's complete-data score at node q (item j's slots d log P_{j
 0 where y_ij is missing; then d log pi_q / dphi). The default (``method="louis"``) takes the
 covariance as one symmetric BLAS product over (subject, node) rows, about N Q P^2 / 2
 multiply-adds for P free parameters, and the block-diagonal complete-data Hessian by central
-differences of ``dlog_prob``. ``method="oakes"`` takes the whole Jacobian of the gradient by
-central differences, one pair of perturbed E-steps per free parameter: a perturbation of item
-j changes one column of the subjects' node log-likelihoods, so each costs one rank-C update
-and the count products, run for a batch of perturbations at once. The two agree to about
+differences of ``dlog_prob``; it takes the subjects in blocks (``block_bytes``, 256 MiB), so
+its memory beyond the P x P matrix does not grow with the number of subjects.
+``method="oakes"`` takes the whole Jacobian of the gradient by central differences, one pair
+of perturbed E-steps per free parameter: a perturbation of item j changes one column of the
+subjects' node log-likelihoods, so each costs one rank-C update and the count products, run
+for a batch of perturbations at once. The two agree to about
 1e-8 relative (``tests/test_se_louis.py``); Louis' form is ~10-20x faster on a few hundred
 items. This is mirt's default ``SE.type = "Oakes"`` for EM fits (mirt 1.45.1), the same
 matrix. With priors the objective is the log-posterior and minus its Hessian (the prior's
@@ -35,7 +37,8 @@ added per item, by finite differences) is the posterior-mode information.
 
 The model enters through a pure function ``log_prob(params, nodes) -> (n_items, n_nodes,
 n_cat)`` of the parameters in mirt's order (binary items: :func:`binary_log_prob`, two
-categories); graded and partial-credit models plug in the same way.
+categories); graded and partial-credit models plug in the same way (with the exact
+:func:`atlascat.irt.polytomous.dlog_prob`).
 
 References
 ----------
@@ -62,6 +65,8 @@ __all__ = ["ObservedInformation", "observed_information", "binary_log_prob",
 BINARY_NAMES = ("a1", "d", "g", "u")
 #: the information matrix is dense (parameters x parameters); beyond this it is refused
 MAX_PARAMETERS = 6000
+#: Louis' form works on blocks of subjects of about this many bytes (``block_bytes``)
+BLOCK_BYTES = 2.0 ** 28
 
 
 # ====================================================================== binary items
@@ -158,7 +163,8 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
                          dlog_prob=None, log_prior=None, latent_log_weights=None,
                          latent_variance: float | None = None, step: float = 1e-4,
                          batch_cells: float = 4e6, progress=None, groups=None,
-                         latent_params=None, method: str = "louis") -> ObservedInformation:
+                         latent_params=None, method: str = "louis",
+                         block_bytes: float = BLOCK_BYTES) -> ObservedInformation:
     """The observed information of the free item parameters (and the latent variance).
 
     Parameters
@@ -196,6 +202,10 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
         agree to about 1e-8 relative; with negative ``weights`` ``"louis"`` falls back to
         ``"oakes"``. ``"louis"`` costs about N Q P^2 / 2 multiply-adds in one BLAS product
         (P free parameters), ``"oakes"`` about 4 P N Q m C.
+    block_bytes : ``"louis"`` takes the subjects in blocks whose arrays of subjects x
+        parameters (posterior means, look-ups, score rows) fill about this many bytes, so that
+        its memory beyond the P x P matrix is bounded whatever the number of subjects (the
+        result is the same, to rounding, for any block size)
     """
     if method not in ("louis", "oakes"):
         raise ConfigError(f"unknown observed-information method {method!r} "
@@ -236,34 +246,36 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
     n_grp = log_w.shape[0]
     if progress is not None:   # started: the perturbed models are built first
         progress(0, n_free)
-    # one-hot responses (n, m * C): the E-step is two products with it
-    onehot = np.zeros((n, m, n_cat))
-    rows, cols = np.nonzero(y >= 0)
-    onehot[rows, cols, y[rows, cols]] = 1.0
-    Y = onehot.reshape(n, m * n_cat)
-    Yw = Y * w[:, None]
-    Gw = np.zeros((n, n_grp))
-    Gw[np.arange(n), gidx] = w                            # each subject's weight in its group
     D0 = dlog_prob(params, nodes)                         # (m, K, Q, C)
-
     Q = len(nodes)
-    L0 = Y @ lp0.transpose(0, 2, 1).reshape(m * n_cat, Q)          # (n, Q) node log-lik
-    S0 = L0 + log_w[gidx]
-    shift = np.max(S0, axis=1, keepdims=True)    # perturbations move S by ~step: no overflow
-    E0 = np.exp(S0 - shift)
+    # the E-step at the estimate, by blocks of subjects: node log-likelihoods, posteriors,
+    # expected counts R (m C, Q) and the groups' node masses N (G, Q)
+    lpm = lp0.transpose(0, 2, 1).reshape(m * n_cat, Q)
+    rows = _blocks(n, 8.0 * 2 * m * n_cat, block_bytes)
+    L0, E0, post = np.empty((n, Q)), np.empty((n, Q)), np.empty((n, Q))
+    shift = np.empty((n, 1))     # perturbations move the log-lik by ~step: no overflow
+    R0 = np.zeros((m * n_cat, Q))
+    N0 = np.zeros((n_grp, Q))
+    for r in rows:
+        Yr = _onehot(y[r], n_cat)
+        L0[r] = Yr @ lpm                                          # node log-likelihoods
+        S0 = L0[r] + log_w[gidx[r]]
+        shift[r] = np.max(S0, axis=1, keepdims=True)
+        E0[r] = np.exp(S0 - shift[r])
+        post[r] = E0[r] / np.sum(E0[r], axis=1, keepdims=True)
+        Yr *= w[r, None]
+        R0 += Yr.T @ post[r]
+        N0 += _group_weights(gidx[r], w[r], n_grp).T @ post[r]
+    del Yr, S0
+    R0 = R0.reshape(m, n_cat, 1, Q)
     # D as (m, Q C, K) for the batched products of the score
     D0m = D0.transpose(0, 2, 3, 1).reshape(m, Q * n_cat, -1)
 
-    def stats(buf):
-        """Unnormalized posteriors (n, B, Q) -> counts R (m, C, B, Q), the groups' node masses
-        (B, G, Q) and the item scores (B, m, K): two large products and a batched small one."""
-        buf /= np.sum(buf, axis=2, keepdims=True)
-        B = buf.shape[1]
-        flat = buf.reshape(n, B * Q)
-        R = (Yw.T @ flat).reshape(m, n_cat, B, Q)
-        N = (Gw.T @ flat).reshape(n_grp, B, Q).transpose(1, 0, 2)
+    def scores(R):
+        """Counts R (m, C, B, Q) -> the item scores (B, m, K): a batched small product."""
+        B = R.shape[2]
         R2 = R.transpose(0, 2, 3, 1).reshape(m, B, Q * n_cat)
-        return R, N, np.matmul(R2, D0m).transpose(1, 0, 2)
+        return np.matmul(R2, D0m).transpose(1, 0, 2)
 
     def dlogd(v):
         """d log pi_gq / d phi_l at ``v``: (n_lat, G, Q)."""
@@ -276,10 +288,9 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
         return out
 
     lw_grad0 = dlogd(phi) if n_lat else None
-    R0, N0, g0 = stats(E0[:, None, :].copy())
-    grad = g0[0][free]
+    grad = scores(R0)[0][free]
     if n_lat:
-        grad = np.append(grad, np.einsum("gq,lgq->l", N0[0], lw_grad0))
+        grad = np.append(grad, np.einsum("gq,lgq->l", N0, lw_grad0))
     # perturbed log-probabilities and derivatives, every item at once, per column and sign
     h_all = step * (1.0 + np.abs(np.where(np.isfinite(params), params, 0.0)))
     hv = step * (1.0 + np.abs(phi))
@@ -291,10 +302,9 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
             shifted[k, sgn] = (log_prob(p, nodes) - lp0, dlog_prob(p, nodes))
     rows_all = [(int(j), int(k)) for j, k in idx] + [(-1, l) for l in range(n_lat)]
     if method == "louis" and np.all(w >= 0):
-        post = E0 / np.sum(E0, axis=1, keepdims=True)
+        del E0, L0
         lat_scores = lw_grad0[:, gidx, :] if n_lat else None      # (n_lat, n, Q)
-        hess = _louis_hessian(post, y, w, D0, idx, lat_scores, batch_cells * 2,
-                              progress, n_free)
+        hess = _louis_hessian(post, y, w, D0, idx, lat_scores, block_bytes, progress, n_free)
         # the complete-data Hessian: block-diagonal per item (and the latent block)
         for k in np.unique(idx[:, 1]):
             dD = (shifted[k, 1.0][1] - shifted[k, -1.0][1]) / (2.0 * h_all[:, k])[
@@ -306,11 +316,23 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
                 hess[same, r] += hk[j, idx[same, 1]]
         if n_lat:   # fourth-order differences: the nested ones' rounding stays ~1e-9
             hess[len(idx):, len(idx):] += np.einsum(
-                "gq,lmgq->lm", N0[0], _diff4(lambda v: _diff4(lat_w, v), phi))
-        hess = 0.5 * (hess + hess.T)
-        if log_prior is not None:
-            hess[:len(idx), :len(idx)] += _prior_hessian(log_prior, params, free, idx)
-        return ObservedInformation(-hess, np.array(rows_all, dtype=np.int64), grad)
+                "gq,lmgq->lm", N0, _diff4(lambda v: _diff4(lat_w, v), phi))
+        return _finish(hess, log_prior, params, free, idx, rows_all, grad)
+    # one-hot responses (n, m * C): the perturbed E-steps are two products with it
+    onehot = _onehot(y, n_cat).reshape(n, m, n_cat)
+    Yw = onehot.reshape(n, m * n_cat) * w[:, None]
+    Gw = _group_weights(gidx, w, n_grp)                   # each subject's weight in its group
+
+    def stats(buf):
+        """Unnormalized posteriors (n, B, Q) -> counts R (m, C, B, Q), the groups' node masses
+        (B, G, Q) and the item scores (B, m, K): two large products and a batched small one."""
+        buf /= np.sum(buf, axis=2, keepdims=True)
+        B = buf.shape[1]
+        flat = buf.reshape(n, B * Q)
+        R = (Yw.T @ flat).reshape(m, n_cat, B, Q)
+        N = (Gw.T @ flat).reshape(n_grp, B, Q).transpose(1, 0, 2)
+        return R, N, scores(R)
+
     jac = np.empty((n_free, n_free))
     batch = max(1, int(batch_cells // max(1, n * Q)))
     for start in range(0, len(rows_all), batch):
@@ -341,13 +363,51 @@ def observed_information(log_prob, params, free, responses, weights, nodes, log_
         jac[:, start:start + len(chunk)] = ((out[1.0] - out[-1.0]) / (2.0 * hs[:, None])).T
         if progress is not None:
             progress(start + len(chunk), len(rows_all))
-    hess = 0.5 * (jac + jac.T)
+    return _finish(jac, log_prior, params, free, idx, rows_all, grad)
+
+
+def _finish(hess, log_prior, params, free, idx, rows_all, grad) -> ObservedInformation:
+    """Symmetrize the Hessian, add the prior's and negate, all in place (no P x P copies)."""
+    _symmetrize(hess)
     if log_prior is not None:
-        hess[:len(idx), :len(idx)] += _prior_hessian(log_prior, params, free, idx)
-    return ObservedInformation(-hess, np.array(rows_all, dtype=np.int64), grad)
+        _add_prior_hessian(hess, log_prior, params, free, idx)
+    np.negative(hess, out=hess)
+    return ObservedInformation(hess, np.array(rows_all, dtype=np.int64), grad)
 
 
-def _louis_hessian(post, y, w, D, idx, lat_scores, batch_cells, progress, n_free):
+def _symmetrize(a, block: int = 512) -> None:
+    """a <- (a + a^T) / 2 in place, by blocks (the same numbers as ``0.5 * (a + a.T)``)."""
+    P = len(a)
+    for i in range(0, P, block):
+        for j in range(i, P, block):
+            avg = 0.5 * (a[i:i + block, j:j + block] + a[j:j + block, i:i + block].T)
+            a[i:i + block, j:j + block] = avg
+            a[j:j + block, i:i + block] = avg.T
+
+
+def _blocks(n: int, row_bytes: float, budget: float) -> list:
+    """Slices of ``n`` rows, each about ``budget`` bytes at ``row_bytes`` a row (1 at least)."""
+    size = max(1, min(n, int(budget // max(1.0, row_bytes))))
+    return [slice(s, min(n, s + size)) for s in range(0, n, size)]
+
+
+def _onehot(y, n_cat: int) -> np.ndarray:
+    """Category indices (n, m) (-1 missing) -> one-hot rows (n, m C)."""
+    n, m = y.shape
+    out = np.zeros((n, m * n_cat))
+    r, c = np.nonzero(y >= 0)
+    out[r, c * n_cat + y[r, c]] = 1.0
+    return out
+
+
+def _group_weights(gidx, w, n_grp: int) -> np.ndarray:
+    """(n, G): each subject's weight in its group's column."""
+    out = np.zeros((len(w), n_grp))
+    out[np.arange(len(w)), gidx] = w
+    return out
+
+
+def _louis_hessian(post, y, w, D, idx, lat_scores, block_bytes, progress, n_free):
     """sum_i w_i Cov(s_i | y_i): the subjects' posterior covariance of the complete-data score,
     the part of the marginal log-likelihood's Hessian that Oakes' perturbed E-steps measure.
 
@@ -355,45 +415,58 @@ def _louis_hessian(post, y, w, D, idx, lat_scores, batch_cells, progress, n_free
     ``D[j, k, q, y_ij]`` (0 where y_ij is missing), then the latent parameters' ``d log pi /
     d phi`` at q of its group (``lat_scores`` (n_lat, n, Q) or None). Centred at the posterior
     means S_i, weighted by sqrt(w_i post_iq), and accumulated as one symmetric rank-k product
-    (BLAS syrk) per block of nodes: rows (subject, node), columns the P free parameters.
+    (BLAS syrk) per block of nodes: rows (subject, node), columns the P free parameters. The
+    subjects are taken in blocks whose arrays (means, look-ups, a block of rows) fill about
+    ``block_bytes``: memory beyond the P x P result does not grow with the subjects.
     """
     from scipy.linalg.blas import dsyrk
 
     n, Q = post.shape
     jj, kk = idx[:, 0], idx[:, 1]
     Pi, n_cat = len(jj), D.shape[3]
-    yj = np.ascontiguousarray(y[:, jj])                               # (n, Pi)
     Dsel = D[jj, kk]                                                  # (Pi, Q, C)
-    S = np.zeros((n, Pi))                                             # posterior means
-    for c in range(n_cat):
-        S += (yj == c) * (post @ Dsel[:, :, c].T)
-    # the score at node q is a look-up: entry p C + y_ip of D[., q, .] (the last: 0, missing)
-    look = np.ascontiguousarray(np.where(yj >= 0, np.arange(Pi) * n_cat + yj, Pi * n_cat))
-    del yj
     table = np.zeros(Pi * n_cat + 1)
     n_lat = 0 if lat_scores is None else lat_scores.shape[0]
-    if n_lat:
-        T = np.einsum("nq,lnq->nl", post, lat_scores)
     P = Pi + n_lat
     M = np.zeros((P, P), order="F")
-    root = np.sqrt(w[:, None] * post)                                 # (n, Q)
-    step = min(Q, max(1, int(batch_cells // max(1, n * P))))
-    buf = np.empty((step, n, P))                 # one block, reused (no fresh pages per block)
-    for start in range(0, Q, step):
-        qs = range(start, min(Q, start + step))
-        A = buf[:len(qs)]
-        for b, q in enumerate(qs):
-            Aq = A[b, :, :Pi] if n_lat else A[b]
-            table[:-1] = Dsel[:, q, :].reshape(-1)
-            np.take(table, look, out=Aq, mode="clip")
-            Aq -= S
-            if n_lat:
-                A[b, :, Pi:] = lat_scores[:, :, q].T - T
-            A[b] *= root[:, q:q + 1]
-        M = dsyrk(1.0, A.reshape(-1, P).T, beta=1.0, c=M, trans=0, overwrite_c=1)
-        if progress is not None:
-            progress(int(n_free * (start + len(qs)) / Q), n_free)
-    return np.triu(M) + np.triu(M, 1).T
+    # a block's arrays of (subjects x P): S, the look-up and its build, one node's rows
+    blocks = _blocks(n, 8.0 * 4 * P, block_bytes)
+    rows = blocks[0].stop
+    step = min(Q, max(1, int(block_bytes / 4 // (8.0 * rows * P))))
+    buf = np.empty((step, rows, P))              # one block, reused (no fresh pages per block)
+    done, total = 0, len(blocks) * Q
+    for sub in blocks:
+        nb = sub.stop - sub.start
+        yj = np.ascontiguousarray(y[sub][:, jj])   # (nb, Pi); [:, jj] alone is column-major
+        S = np.zeros((nb, Pi))                                        # posterior means
+        for c in range(n_cat):
+            S += (yj == c) * (post[sub] @ Dsel[:, :, c].T)
+        # the score at node q is a look-up: entry p C + y_ip of D[., q, .] (last: 0, missing)
+        look = np.where(yj >= 0, np.arange(Pi) * n_cat + yj, Pi * n_cat)  # row-major: a fast take
+        del yj
+        if n_lat:
+            T = np.einsum("nq,lnq->nl", post[sub], lat_scores[:, sub])
+        root = np.sqrt(w[sub, None] * post[sub])                      # (nb, Q)
+        for start in range(0, Q, step):
+            qs = range(start, min(Q, start + step))
+            A = buf[:len(qs), :nb]
+            for b, q in enumerate(qs):
+                Aq = A[b, :, :Pi] if n_lat else A[b]
+                table[:-1] = Dsel[:, q, :].reshape(-1)
+                np.take(table, look, out=Aq, mode="clip")
+                Aq -= S
+                if n_lat:
+                    A[b, :, Pi:] = lat_scores[:, sub, q].T - T
+                A[b] *= root[:, q:q + 1]
+            M = dsyrk(1.0, A.reshape(-1, P).T, beta=1.0, c=M, trans=0, overwrite_c=1)
+            done += len(qs)
+            if progress is not None:
+                progress(int(n_free * done / total), n_free)
+    for i in range(0, P, 512):       # the lower triangle from the upper, in place
+        M[i + 512:, i:i + 512] = M[i:i + 512, i + 512:].T
+        blk = M[i:i + 512, i:i + 512]
+        blk[...] = np.triu(blk) + np.triu(blk, 1).T
+    return M
 
 
 def _diff4(fn, v, rel: float = 1e-3):
@@ -435,9 +508,10 @@ def _numeric_dlog_prob(log_prob, rel: float = 1e-6):
     return dlog_prob
 
 
-def _prior_hessian(log_prior, params, free, idx, rel: float = 1e-4):
-    """Block-diagonal Hessian of sum_j log p(theta_j) over the free parameters, by second
-    differences of every item at once (items' priors are independent)."""
+def _add_prior_hessian(hess, log_prior, params, free, idx, rel: float = 1e-4) -> None:
+    """Add the block-diagonal Hessian of sum_j log p(theta_j) over the free parameters to
+    ``hess`` in place, by second differences of every item at once (items' priors are
+    independent)."""
     m, K = params.shape
     h = rel * (1.0 + np.abs(np.where(np.isfinite(params), params, 0.0)))
     blocks = np.zeros((m, K, K))
@@ -458,12 +532,9 @@ def _prior_hessian(log_prior, params, free, idx, rel: float = 1e-4):
             v = (f(k, 1, l, 1) - f(k, 1, l, -1) - f(k, -1, l, 1) + f(k, -1, l, -1)) \
                 / (4 * h[:, k] * h[:, l])
             blocks[:, k, l] = blocks[:, l, k] = v
-    P = len(idx)
-    out = np.zeros((P, P))
     pos = {(int(j), int(k)): i for i, (j, k) in enumerate(idx)}
     for i, (j, k) in enumerate(idx):
         for l in cols:
             t = pos.get((int(j), l))
             if t is not None:
-                out[i, t] = blocks[j, k, l]
-    return out
+                hess[i, t] += blocks[j, k, l]

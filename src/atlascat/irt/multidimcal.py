@@ -61,6 +61,7 @@ class MultidimCalibration:
     model: str = "2pl"
     log_posterior: float | None = None   # loglik + log prior (loglik without priors)
     dropped_items: list = field(default_factory=list)   # answered alike by all: left out
+    se: object | None = None   # se=True: MultidimStandardErrors (atlascat.irt.multidimse)
 
     @property
     def n_dims(self) -> int:
@@ -109,6 +110,13 @@ class MultidimCalibration:
         and factor correlations (:meth:`MultidimBank.factor_loadings`)."""
         return self.bank.factor_loadings(rotate, **kwargs)
 
+    def standard_errors(self, rotate: str = "bank"):
+        """``item_id, a1, a1_se, ..., d, d_se`` (se=True): "bank" the bank's varimax loadings,
+        "none" mirt's ``coef(mod, printSE = TRUE)`` (:mod:`atlascat.irt.multidimse`)."""
+        if self.se is None:
+            raise ConfigError("this fit has no standard errors: calibrate_multidim(..., se=True)")
+        return self.se.frame(rotate)
+
     def to_dict(self, rotate: str | None = "oblimin") -> dict:
         """JSON-ready summary: the fit, its criteria, settings and (unless ``rotate`` is None)
         the rotated loadings and factor correlations."""
@@ -134,14 +142,15 @@ class MultidimCalibration:
 def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRIOR_A_SD,
                        prior_d_sd: float | None = PRIOR_D_SD, quadpts: int | None = None,
                        max_iter: int | None = None, tol: float | None = None,
-                       callback=None, random_state=None) -> MultidimCalibration:
+                       callback=None, random_state=None, se: bool = False) -> MultidimCalibration:
     """Fit the exploratory ``n_dims``-dimensional 2PL (mirt's ``mirt(data, K)``) to 0/1
     responses (a ResponseMatrix, a labelled DataFrame or an array; missing cells allowed).
 
     ``quadpts``: points per dimension of the EM grid (default mirt's: 31 for K = 2, 15 for
     K = 3); ``max_iter``, ``tol``: MultidimIRT's (EM: largest change of A A^T and d);
     ``callback``: called after each iteration with ``{"iteration", "change"}``;
-    ``random_state``: the MH-RM draws' seed (K >= 4).
+    ``random_state``: the MH-RM draws' seed (K >= 4); ``se``: standard errors from the observed
+    information (K <= 3, Louis' identity on the EM grid; :mod:`atlascat.irt.multidimse`).
     """
     from .multidim import MultidimIRT, _as_arrays, _check_binary
 
@@ -153,6 +162,9 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
     y, item_ids, dropped, responses = _without_constant_items(y, sids, item_ids, w, responses)
     _check_degrees_of_freedom(y.shape[1], int(n_dims))
     method = "em" if n_dims <= EM_MAX_DIMS else "mhrm"
+    if se and method != "em":
+        raise ConfigError(f"standard errors are available for K <= {EM_MAX_DIMS} dimensions "
+                          f"(fitted by EM on a grid), not K = {n_dims}")
     kw = {} if tol is None else ({"tol": tol} if method == "em" else {"mhrm_tol": tol})
     model = MultidimIRT(int(n_dims), method=method, quadpts=quadpts, max_iter=max_iter,
                         prior_a_sd=prior_a_sd, prior_d_sd=prior_d_sd, callback=callback,
@@ -172,12 +184,23 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                 f"quasi-Monte Carlo, {LOGLIK_DRAWS} points",
                 "data_fingerprint": _fingerprint(y, w, item_ids)}
     n = float(y.shape[0] if w is None else np.sum(w))
+    errors = None
+    if se:
+        from .multidim import product_grid
+        from .multidimse import multidim_standard_errors
+
+        nodes, logw = product_grid(int(n_dims), settings["quadpts"])
+        t_se = time.perf_counter()
+        errors = multidim_standard_errors(bank, y, w, nodes, logw, prior_a_sd=prior_a_sd,
+                                          prior_d_sd=prior_d_sd)
+        settings["se"] = "observed information (Louis)"
+        settings["se_seconds"] = round(time.perf_counter() - t_se, 3)
     log_prior = _log_prior(bank.loadings, prior_a_sd) + _log_prior(bank.intercepts, prior_d_sd)
     return MultidimCalibration(
         bank, float(loglik), int(model.n_parameters_), n, int(model.n_iter_),
         bool(model.converged_), time.perf_counter() - start, np.asarray(sids), settings,
         log_posterior=float(loglik) + log_prior,   # no priors: the log-likelihood, as the 1-D fit
-        dropped_items=dropped)
+        dropped_items=dropped, se=errors)
 
 
 def _without_constant_items(y, sids, item_ids, w, responses):

@@ -207,13 +207,52 @@ def jacobian(model, params, nodes, p=None) -> np.ndarray:
 def dlog_prob(model, params, nodes) -> np.ndarray:
     """d log P_jk(x_q) / d(param_l): shape (n_items, K_max, n_nodes, K_max) (parameter axis
     second, as the generic information code takes it), 0 for absent categories / parameters.
-    Taken as dP / P with P in (0, 1] from :func:`log_prob`."""
-    lp = log_prob(model, params, nodes)
-    p = np.exp(lp)
-    J = jacobian(model, params, nodes, p)                                # (m, q, K, P)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where((p > 0)[..., None], J / np.where(p > 0, p, 1.0)[..., None], 0.0)
-    return out.transpose(0, 3, 1, 2)
+
+    Exact, in closed form. Graded: d log P_k / d z_k = W_k / P_k and d log P_k / d z_(k+1) =
+    -W_(k+1) / P_k with W_k = sigma(z_k) sigma(-z_k), each ratio taken as exp(log W - log P)
+    so that it keeps its precision where P or 1 - P* underflows; z_k = a x + d_k, so
+    d / d a1 = x (W_k - W_(k+1)) / P_k. GPCM: d log P_k / d a1 = x (k - E[k | x]) =
+    x sum_l (k - l) P_l and d log P_k / d d_l = [k = l] - P_l."""
+    a, d, _ = _z(params, None)
+    x = np.atleast_1d(np.asarray(nodes, dtype=float))
+    gp = _models(model, len(a))
+    out = np.zeros((len(a), d.shape[1] + 1, x.size, d.shape[1] + 1))
+    if gp.any():
+        out[gp] = _gpcm_dlog(a[gp], d[gp], x)
+    if (~gp).any():
+        out[~gp] = _graded_dlog(a[~gp], d[~gp], x)
+    return out
+
+
+def _graded_dlog(a, d, x):
+    lp = _graded_log(a, d, x)                                           # (m, q, K)
+    z = a[:, None, None] * x[None, :, None] + d[:, None, :]             # (m, q, K-1)
+    lw = log_expit(z) + log_expit(-z)                                   # log W_k
+    lw = np.where(np.isnan(lw), -np.inf, lw)                            # absent: W = 0
+    ninf = np.full(lw.shape[:2] + (1,), -np.inf)
+    ok = np.isfinite(lp)
+    lp = np.where(ok, lp, 0.0)
+    rl = np.where(ok, np.exp(np.concatenate([ninf, lw], axis=2) - lp), 0.0)  # W_k / P_k
+    ru = np.where(ok, np.exp(np.concatenate([lw, ninf], axis=2) - lp), 0.0)  # W_(k+1) / P_k
+    out = np.zeros((len(a), d.shape[1] + 1) + lp.shape[1:])
+    out[:, 0] = x[None, :, None] * (rl - ru)
+    for l in range(1, d.shape[1] + 1):                                  # d_l moves z_l
+        out[:, l, :, l] = rl[:, :, l]
+        out[:, l, :, l - 1] = -ru[:, :, l - 1]
+    return out
+
+
+def _gpcm_dlog(a, d, x):
+    lp = _gpcm_log(a, d, x)                                             # (m, q, K)
+    ok = np.isfinite(lp)
+    p = np.where(ok, np.exp(np.where(ok, lp, 0.0)), 0.0)
+    k = np.arange(lp.shape[2], dtype=float)
+    out = np.empty((len(a), lp.shape[2]) + lp.shape[1:])
+    # k - E[k] as sum_l (k - l) P_l: no cancellation in the extreme categories' tails
+    out[:, 0] = x[None, :, None] * (p @ (k[:, None] - k[None, :]).T)
+    for l in range(1, lp.shape[2]):
+        out[:, l] = (k == l) - p[:, :, l:l + 1]
+    return np.where(ok[:, None], out, 0.0)
 
 
 def dprob_dtheta(model, params, nodes, p=None) -> np.ndarray:

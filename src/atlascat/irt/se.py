@@ -219,7 +219,8 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
     an item's categories, :mod:`atlascat.irt.polytomous`), ``models`` one per item;
     ``prior_a`` the slope prior the fit used (posterior-mode information) or None;
     ``latent_variance``: a partial credit fit's (slopes fixed at 1, mirt's ``"Rasch"``): its
-    intercepts and the variance are the free parameters;
+    intercepts and the variance are the free parameters; the scores use the exact
+    d log P / d params of :func:`atlascat.irt.polytomous.dlog_prob`;
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from . import polytomous as poly
     from .estep import grid_log_weights
@@ -242,6 +243,7 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
     var = None if latent_variance is None else float(latent_variance)
     info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
                                 weights, nodes, log_weights, log_prior=log_prior,
+                                dlog_prob=lambda p, x: poly.dlog_prob(models, p, x),
                                 latent_log_weights=(None if var is None else
                                                     (lambda v: grid_log_weights(nodes, v))),
                                 latent_variance=var, progress=progress)

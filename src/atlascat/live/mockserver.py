@@ -8,7 +8,8 @@ in-process simulated run with the same seeds.
 
 Faults are injected by a hook ``fault(n, item_id, times_seen) -> action`` called for every
 completion request (``n`` counts requests from 1, ``times_seen`` how often this item was
-requested before): ``None`` (answer), ``"429"``, ``"500"``, ``"malformed"`` (200 with a broken
+requested before): ``None`` (answer), ``"429"`` (``Retry-After: 0``; ``"429:S"``: ``Retry-After:
+S``), ``"500"``, ``"malformed"`` (200 with a broken
 body), ``"hang"`` (sleep ``hang_s`` before answering), ``"drop"`` (close without a reply),
 ``"cut"`` (the headers and half the body, then the connection closed: a reply cut mid-way) or
 ``"nologprobs"`` (a log-likelihood reply with ``logprobs: null``, as one bad reply of a proxy),
@@ -417,9 +418,10 @@ class MockOpenAIServer:
                     return
                 action = server.fault(entry["n"], item_id, times) if server.fault else None
                 entry["fault"] = action
-                if action == "429":
+                if isinstance(action, str) and action.partition(":")[0] == "429":
                     entry["status"] = 429
-                    self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "0"})
+                    self._send(429, b'{"error": {"message": "rate limited"}}',
+                               {"Retry-After": action.partition(":")[2] or "0"})
                     return
                 if action == "500":
                     entry["status"] = 500

@@ -22,10 +22,10 @@ Example::
     from atlascat.live.subjects import SimulatedSubject
 
     ref = BankRef.from_option("arc")
-    live = LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)])
-    live.run()
-    rows = live.results()     # theta, SE, the predicted score, ...
-    table = live.to_frame()   # one row per run: theta, se, score, score_lo, score_hi, ...
+    with LiveRun.start("runs.sqlite", ref, [SimulatedSubject(ref.load(), 0.5)]) as live:
+        live.run()                # `with`: the store (and subjects) closed at its end
+        rows = live.results()     # theta, SE, the predicted score, ...
+        table = live.to_frame()   # one row per run: theta, se, score, score_lo, score_hi, ...
 """
 from __future__ import annotations
 
@@ -384,10 +384,6 @@ class Job:
     ref: BankRef | None = None
 
 
-def _as_store(store) -> RunStore:
-    return store if isinstance(store, RunStore) else RunStore(store)
-
-
 def _job_bank(kind: str, ref: BankRef):
     """The bank a run of ``kind`` on ``ref`` asks (a suite's: its composite bank)."""
     if kind == "suite":
@@ -496,7 +492,14 @@ class LiveRun:
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not \
                 0 <= seed < 2 ** 63:   # the run store keeps it as a 64-bit integer
             raise ConfigError(f"seed must be a whole number in [0, 2**63), got {seed!r}")
-        store = _as_store(store)
+        with RunStore.opened(store) as store:   # one opened here: closed if no run starts
+            return cls._start(store, bank, subjects, config=config, prompt=prompt, seed=seed,
+                              batch_size=batch_size, design=design, budget=budget,
+                              bank_ref=bank_ref, run_ids=run_ids, token_budget=token_budget)
+
+    @classmethod
+    def _start(cls, store, bank, subjects, *, config, prompt, seed, batch_size, design, budget,
+               bank_ref, run_ids, token_budget) -> "LiveRun":
         ids = list(run_ids) if run_ids is not None else [None] * len(subjects)
         if isinstance(bank, BankRef) and bank.kind == "suite":
             from .suite_run import start_suite_run
@@ -543,45 +546,50 @@ class LiveRun:
         :meth:`~atlascat.live.subjects.SubjectSpec.rebuild`), or by ``subject_for(description,
         bank)``. ``bank``: a BankRef that replaces the stored one (a bank file that moved), or
         the ItemBank itself."""
-        from .subjects import SubjectSpec
-
-        store = _as_store(store)
         twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
         if twice:   # two threads would drive one run
             raise ConfigError(f"run(s) {', '.join(twice)} given more than once; resume each "
                               "run once (CLI: one --resume RUN_ID per run)")
-        jobs = []
-        for rid in run_ids:   # one run busy elsewhere: refused before anything is built
-            store.get_run(rid)
-            store.check_free(rid)
-        for rid in run_ids:
-            info = store.get_run(rid)
-            kind = info["kind"]
-            ref = bank if isinstance(bank, BankRef) else (
-                BankRef.parse(info["bank_ref"]) if info["bank_ref"] else None)
-            if bank is not None and not isinstance(bank, BankRef):
-                items = bank
-            elif ref is None:
-                raise ConfigError(f"run {rid} has no bank reference; pass its bank")
-            elif kind == "predictor" and not Path(ref.name).exists():
-                raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which no "
-                                  "longer exists; pass the folder where it is now (--bank)")
-            elif kind == "predictor" and ref.predictor() is None:
-                raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which has "
-                                  "none now; pass the folder it was started on")
-            else:
-                items = _job_bank(kind, ref)
-            _check_same_bank(rid, info, items, given=bank)
-            if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same bank,
-                store.move_bank(rid, str(bank))                                # moved
-            folder = (ref.folder() if ref is not None and ref.kind == "dir"   # replay: of logs,
-                      and info["subject"].get("type") in ("replay", "simulate")  # simulate:'s
-                      else None)                                             # dispersions
-            subject = (subject_for(info["subject"], items) if subject_for is not None
-                       else SubjectSpec.rebuild(info["subject"], items,
-                                                **{"folder": folder, **settings}))
-            jobs.append(Job(rid, kind, items, subject, ref))
-        return cls(store, jobs)
+        jobs: list = []   # their subjects closed, and a store opened here, if one cannot resume
+        with RunStore.opened(store, jobs) as store:
+            for rid in run_ids:   # one run busy elsewhere: refused before anything is built
+                store.get_run(rid)
+                store.check_free(rid)
+            for rid in run_ids:
+                jobs.append(cls._resumed(store, rid, bank, subject_for, settings))
+            return cls(store, jobs)
+
+    @staticmethod
+    def _resumed(store, rid: str, bank, subject_for, settings) -> Job:
+        """The job of stored run ``rid`` (its bank checked, its subject rebuilt)."""
+        from .subjects import SubjectSpec
+
+        info = store.get_run(rid)
+        kind = info["kind"]
+        ref = bank if isinstance(bank, BankRef) else (
+            BankRef.parse(info["bank_ref"]) if info["bank_ref"] else None)
+        if bank is not None and not isinstance(bank, BankRef):
+            items = bank
+        elif ref is None:
+            raise ConfigError(f"run {rid} has no bank reference; pass its bank")
+        elif kind == "predictor" and not Path(ref.name).exists():
+            raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which no "
+                              "longer exists; pass the folder where it is now (--bank)")
+        elif kind == "predictor" and ref.predictor() is None:
+            raise ConfigError(f"run {rid} asks the benchmark predictor of {ref}, which has "
+                              "none now; pass the folder it was started on")
+        else:
+            items = _job_bank(kind, ref)
+        _check_same_bank(rid, info, items, given=bank)
+        if isinstance(bank, BankRef) and str(bank) != info["bank_ref"]:   # the same bank,
+            store.move_bank(rid, str(bank))                                # moved
+        folder = (ref.folder() if ref is not None and ref.kind == "dir"   # replay: of logs,
+                  and info["subject"].get("type") in ("replay", "simulate")  # simulate:'s
+                  else None)                                             # dispersions
+        subject = (subject_for(info["subject"], items) if subject_for is not None
+                   else SubjectSpec.rebuild(info["subject"], items,
+                                            **{"folder": folder, **settings}))
+        return Job(rid, kind, items, subject, ref)
 
     def run(self, *, cache: bool = True, on_step: Callable | None = None,
             raise_errors: bool = False, stop=None, on_retry=None) -> list[RunResult]:
@@ -622,10 +630,16 @@ class LiveRun:
                 res.status, res.error = "error", str(exc)
                 return res
 
+        def threaded(job: Job) -> RunResult:
+            try:
+                return one(job)
+            finally:   # the thread ends: its connection too (it stayed open until close())
+                self.store.close_thread()
+
         if len(self.jobs) == 1:
             self.outcomes = [one(self.jobs[0])]
         else:
-            self.outcomes = _in_threads(one, self.jobs, stop)
+            self.outcomes = _in_threads(threaded, self.jobs, stop)
         return self.outcomes
 
     def __repr__(self) -> str:

@@ -57,8 +57,8 @@ import pandas as pd
 from ..errors import LiveRunError, RunBusyError
 from .runlocks import has_lock_support, pid_alive
 from .storeconn import Connections, PerThreadConnections
-from .storehome import (atlas_home, connect_read_only, default_store_path, known_stores,
-                        register_store)
+from .storehome import (atlas_home, connect_read_only, connect_writable, default_store_path,
+                        known_stores, register_store)
 
 __all__ = ["RunStore", "SCHEMA_VERSION", "RUN_KINDS", "default_store_path", "atlas_home",
            "known_stores", "find_run_store", "register_store"]
@@ -237,6 +237,14 @@ class RunStore(PerThreadConnections):
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._cons = Connections(self._open_connection)
+        try:   # a store not returned (any error) closes what it opened
+            self._check_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """Create the tables (a new store), migrate an older schema, refuse another one."""
         _check_foreign(self.path)
         try:
             if not self.read_only:
@@ -246,13 +254,11 @@ class RunStore(PerThreadConnections):
             row = self._con().execute("SELECT value FROM meta WHERE key='schema_version'"
                                       ).fetchone()
         except sqlite3.DatabaseError as exc:
-            self.close()
             raise LiveRunError(f"{str(self.path)!r} is not a usable run database: {exc}") from exc
         if row is not None and int(row[0]) in (1, 2, 3) and not self.read_only:
             self._migrate(int(row[0]))
             row = (str(SCHEMA_VERSION),)
         if row is None or int(row[0]) != SCHEMA_VERSION:
-            self.close()
             raise LiveRunError(f"run database {str(self.path)!r} has schema version {row and row[0]}; "
                                f"this ATLAS reads version {SCHEMA_VERSION}")
 
@@ -311,20 +317,12 @@ class RunStore(PerThreadConnections):
 
     # ------------------------------------------------------------------ connections
     def _open_connection(self) -> sqlite3.Connection:
-        if self.read_only:
-            try:
-                con = connect_read_only(self.path)
-            except sqlite3.DatabaseError as exc:
-                raise LiveRunError(f"cannot read run database {str(self.path)!r}: {exc}") from exc
-        else:
-            try:
-                con = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
-                                      check_same_thread=False)
-                con.execute("PRAGMA journal_mode=WAL")
-                con.execute(f"PRAGMA synchronous={self.synchronous}")
-                con.execute("PRAGMA foreign_keys=ON")
-            except sqlite3.DatabaseError as exc:
-                raise LiveRunError(f"cannot open run database {str(self.path)!r}: {exc}") from exc
+        try:
+            con = (connect_read_only(self.path) if self.read_only
+                   else connect_writable(self.path, self.synchronous))
+        except sqlite3.DatabaseError as exc:
+            raise LiveRunError(f"cannot {'read' if self.read_only else 'open'} run database "
+                               f"{str(self.path)!r}: {exc}") from exc
         con.row_factory = sqlite3.Row
         return con
 

@@ -12,6 +12,7 @@ thread whose connection was closed opens a new one on its next use."""
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 __all__ = ["Connections", "PerThreadConnections"]
 
@@ -37,6 +38,17 @@ class Connections:
         self._local.con = con
         return con
 
+    def close_mine(self) -> None:
+        """Close this thread's connection (a worker thread done with the store: no other
+        thread can use it, and it stayed open until :meth:`close`, one more per run)."""
+        con = getattr(self._local, "con", None)
+        with self._lock:
+            if con is None or con not in self._open:
+                return
+            self._open.discard(con)
+        self._local.con = None
+        con.close()
+
     def close(self) -> None:
         """Close every connection opened (none is in use: the threads that asked are done)."""
         with self._lock:
@@ -56,6 +68,28 @@ class PerThreadConnections:
     def close(self) -> None:
         """Close the store's connections, every thread's (a later call opens one again)."""
         self._cons.close()
+
+    def close_thread(self) -> None:
+        """Close the calling thread's connection (a thread that is done with the store)."""
+        self._cons.close_mine()
+
+    @classmethod
+    @contextmanager
+    def opened(cls, store, jobs=()):
+        """The store ``store`` (a path, opened here, or a store); if the block fails, a store
+        opened here is closed, and the subjects of ``jobs`` (a list: those built so far) too:
+        nothing owns them then (they were left to the collector)."""
+        given = isinstance(store, cls)
+        store = store if given else cls(store)
+        try:
+            yield store
+        except BaseException:
+            for job in jobs:
+                if hasattr(job.subject, "close"):
+                    job.subject.close()
+            if not given:
+                store.close()
+            raise
 
     def __enter__(self):
         return self

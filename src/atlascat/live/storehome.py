@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 __all__ = ["atlas_home", "default_store_path", "register_store", "known_stores",
-           "connect_read_only"]
+           "connect_read_only", "connect_writable"]
 
 
 def atlas_home() -> Path:
@@ -74,8 +74,25 @@ def connect_read_only(path):
         try:
             con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return con
-        except sqlite3.OperationalError:
+        except BaseException as exc:   # closed whatever failed (not a database: DatabaseError)
             con.close()
-            if mode == "immutable=1":
+            if mode == "immutable=1" or not isinstance(exc, sqlite3.OperationalError):
                 raise
     return con  # pragma: no cover - the loop returns or raises
+
+
+def connect_writable(path, synchronous: str = "FULL"):
+    """A SQLite connection that writes the store at ``path`` (WAL journal, ``synchronous``,
+    foreign keys); closed here when its set-up fails (it was left to the collector)."""
+    import sqlite3
+
+    con = sqlite3.connect(str(path), timeout=60.0, isolation_level=None,
+                          check_same_thread=False)   # closed by RunStore.close
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute(f"PRAGMA synchronous={synchronous}")
+        con.execute("PRAGMA foreign_keys=ON")
+    except BaseException:
+        con.close()
+        raise
+    return con

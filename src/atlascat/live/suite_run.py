@@ -19,9 +19,9 @@ Example::
     from atlascat.live.subjects import SimulatedSubject
 
     suite = BankRef.from_option("openllm-v1", kinds=("suite",))
-    live = LiveRun.start("runs.sqlite", suite, [SimulatedSubject(suite.load(), 0.5)])
-    live.run()
-    res = live.results()[0]        # suite_result: res["average"], res["benchmarks"]
+    with LiveRun.start("runs.sqlite", suite, [SimulatedSubject(suite.load(), 0.5)]) as live:
+        live.run()
+        res = live.results()[0]    # suite_result: res["average"], res["benchmarks"]
 """
 from __future__ import annotations
 

@@ -61,6 +61,11 @@ def _retry_after_s(value) -> float | None:
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
+def _secs(x: float) -> str:
+    """Seconds in a few digits (an hour as 3600, not 3.6e+03)."""
+    return f"{x:.3g}" if x < 1000 else f"{x:.0f}"
+
+
 def _error_body(data) -> tuple | None:
     """(status, message) of a reply whose JSON body is an error (``{"error": ...}``, no
     ``choices``), as some proxies answer with HTTP 200: the status its ``code`` / ``status``
@@ -244,13 +249,22 @@ class _HTTPSubject:
             delay = max(delay, wait)
         return min(self.max_backoff, delay)
 
-    def _pause(self, seconds: float, last: str) -> None:
+    def _over_cap(self, retry_after) -> float | None:
+        """The seconds a ``Retry-After`` asked for when longer than ``max_backoff`` (the wait
+        is cut to it: the words must not read as if the server had asked for that), else None."""
+        asked = _retry_after_s(retry_after)
+        return asked if asked is not None and asked > self.max_backoff else None
+
+    def _pause(self, seconds: float, last: str, asked: float | None = None) -> None:
         """Wait ``seconds`` before a retry, unless a stop is (or gets) requested: then give up
-        the retries (a server down would otherwise keep a Ctrl-C waiting through them all)."""
+        the retries (a server down would otherwise keep a Ctrl-C waiting through them all).
+        ``asked``: the longer wait the server asked for (:meth:`_over_cap`)."""
         from ...errors import StopRequestedError
 
         if self.on_retry is not None:
-            self.on_retry(f"{self.model}: {last}; retrying in {seconds:.3g} s")
+            self.on_retry(f"{self.model}: {last}; retrying in {seconds:.3g} s" + (
+                f", not the {_secs(asked)} s its Retry-After asked for (a wait is capped at "
+                f"{_secs(self.max_backoff)} s, max_backoff)" if asked is not None else ""))
         stop = self.stop_event
         if stop is not None and (stop.is_set() or (self._sleep is time.sleep
                                                    and stop.wait(seconds))):
@@ -363,9 +377,13 @@ class _HTTPSubject:
                         f"{self.redact(text[:300]).strip()} (not retried; check the model name "
                         "and request settings)", status=status, said=said)
             if attempt <= retries:
-                self._pause(self._delay(attempt, retry_after), last)
+                self._pause(self._delay(attempt, retry_after), last, self._over_cap(retry_after))
         hint = ("; a server this slow needs a larger --timeout" if last.startswith("timed out")
                 else "")
+        asked = self._over_cap(retry_after)
+        if asked is not None:   # it asked for a longer wait than the retries had
+            hint = (f"; the server's Retry-After asked for {_secs(asked)} s, past the cap of "
+                    f"{_secs(self.max_backoff)} s on a wait (max_backoff): try again later")
         raise SubjectError(f"model {self.model!r} at {_safe_url(url)} failed "
                            f"{retries + 1} attempt(s); last: {last}{hint}", status=last_status,
                            said=said)

@@ -1,0 +1,158 @@
+"""Item fit (S-X2, one table per group) and M2 of a multiple-group calibration, as R mirt's
+``itemfit`` and ``M2`` on a ``multipleGroup`` model (:func:`m2_groups` for the latter).
+
+mirt's itemfit takes each group apart: the group's subjects, its latent N(mu_g, sigma_g^2)
+(:mod:`atlascat.irt.groupscore`'s priors) in the summed-score expectations, and the group's
+free latent parameters (a non-reference group's mean and variance: 2; the Rasch model's
+reference variance) counted with the item's own in each item's df. :func:`sx2_groups` is :func:`atlascat.irt.fit.sx2` per group with those
+three; items a group never answered are left out of its table (S-X2 takes the subjects who
+answered every item).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["sx2_groups", "m2_groups"]
+
+
+def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -> pd.DataFrame:
+    """S-X2 of every item within each group (:func:`atlascat.irt.fit.sx2`'s columns, then
+    ``group``; the groups in the fit's order): ``groups`` each subject's group and ``priors``
+    the fit's groups, as :func:`atlascat.irt.groupscore.score_groups` takes them (the first
+    group the reference). A non-reference group's df is 2 fewer than a one-group fit's (its
+    latent mean and variance, as mirt counts them; a Rasch bank's 1 fewer, one-group Rasch
+    counting the latent variance already). ``settings``: sx2's ``mincell``,
+    ``quadpts``, ``theta_range``, ``weights``."""
+    from ..errors import ConfigError
+    from ..responses import ResponseMatrix, as_labelled_responses
+    from .fit import _SHARED, _estimated, sx2
+    from .groupscore import group_priors, subject_groups
+    from .sx2table import sx2_frame
+
+    table = group_priors(priors)
+    rm = as_labelled_responses(responses)
+    if not isinstance(rm, ResponseMatrix):
+        raise ConfigError("sx2_groups matches subjects to groups by id: give labelled "
+                          "responses (a ResponseMatrix or DataFrame)")
+    labels = subject_groups(groups, rm.subject_ids, list(table))
+    # a non-reference group's mean and variance, beyond the latent variance a one-group Rasch
+    # fit counts already (its reference group's)
+    extra = 2 - _SHARED.get(_estimated(bank, estimated), 0)
+    y = rm.aligned_values(bank.item_ids, extra="ignore")
+    weights = settings.pop("weights", rm.weights)
+    out = []
+    for k, (label, (mean, sd)) in enumerate(table.items()):
+        rows = labels == label
+        if not rows.any():
+            continue
+        seen = np.flatnonzero((~np.isnan(y[rows])).any(axis=0))
+        w = None if weights is None else np.asarray(weights, dtype=float)[rows]
+        one = sx2(y[np.ix_(rows, seen)], bank.subset(seen), estimated=estimated,
+                  prior_mean=mean, prior_sd=sd, weights=w, **settings)
+        latent = extra if k > 0 else 0
+        complete = ~np.isnan(y[np.ix_(rows, seen)]).any(axis=1)    # the subjects sx2 used
+        n = float(complete.sum() if w is None else w[complete].sum())
+        df = np.maximum(one["df_S_X2"].to_numpy() - latent, 0)
+        frame = sx2_frame(one["item_id"], one["S_X2"], df, n, n_groups=one["n_groups"])
+        frame["group"] = label
+        out.append(frame)
+    return pd.concat(out, ignore_index=True)
+
+
+def m2_groups(responses, bank, groups, priors, *, estimated=None, quadpts=None,
+              theta_range=None, ci: float = 0.9) -> dict:
+    """M2 of a multiple-group fit, as R mirt's ``M2`` on a ``multipleGroup`` model: each
+    group's univariate and bivariate moments (its own items, its prior's quadrature), stacked;
+    Xi block-diagonal (group g's Xi_g / N_g); Delta the derivatives in the joint parameters
+    (the items' shared across the groups, each non-reference group's mean and variance, a
+    Rasch bank's reference variance); M2 = e' (Xi^-1 - Xi^-1 D (D' Xi^-1 D)^-1 D' Xi^-1) e on
+    sum_g moments_g - free parameters df; RMSEA on the total N; SRMSR per group; TLI and CFI
+    against the null model of independent items in each group (M2 and df summed over the
+    groups). Returns a JSON-ready dict: M2, df, p, RMSEA, RMSEA_5, RMSEA_95, SRMSR (group ->
+    value), TLI, CFI, n, M2_null, df_null."""
+    from scipy import linalg
+    from scipy.stats import chi2
+
+    from ..errors import ConfigError
+    from ..responses import ResponseMatrix, as_labelled_responses
+    from .defaults import QUADPTS, THETA_RANGE
+    from .fit import (_available_binary, _check_pairs, _corr, _delta_matrix, _estimated,
+                      _jacobian_blocks, _xi_matrix, free_parameters, null_m2, rmsea_ci)
+    from .groupscore import group_priors, subject_groups
+    from .quadrature import normal_quadrature
+
+    table = group_priors(priors)
+    rm = as_labelled_responses(responses)
+    if not isinstance(rm, ResponseMatrix):
+        raise ConfigError("m2_groups matches subjects to groups by id: give labelled "
+                          "responses (a ResponseMatrix or DataFrame)")
+    est = _estimated(bank, estimated)
+    labels = subject_groups(groups, rm.subject_ids, list(table))
+    y = rm.aligned_values(bank.item_ids, extra="ignore")
+    weights = np.ones(len(y)) if rm.weights is None else np.asarray(rm.weights, dtype=float)
+    n = len(bank)
+    quadpts, theta_range = quadpts or QUADPTS, theta_range or THETA_RANGE
+    zs, Zs, own, n_mom, N, srmsr, m2n, dfn = [], [], [], 0, 0.0, {}, 0.0, 0
+    for k, (label, (mean, sd)) in enumerate(table.items()):
+        rows = labels == label
+        seen = np.flatnonzero((~np.isnan(y[rows])).any(axis=0))
+        p1, cross, n1, n2, w, _ = _available_binary(y[np.ix_(rows, seen)], weights[rows])
+        pi_i, pj = _check_pairs(n2, bank.item_ids[seen], "M2")
+        quad = normal_quadrature(quadpts, theta_range, mean, sd)
+        x, wq = quad.nodes, quad.weights
+        P, blocks = _jacobian_blocks(x, bank.subset(seen), est, wq, mean, sd)
+        if k > 0:        # the group's mean and variance: derivatives of its grid weights
+            blocks = [b for b in blocks if not isinstance(b[1], str)]
+            for G in ((x - mean) / sd**2, (x - mean) ** 2 / (2.0 * sd**4)):
+                blocks.append((G - wq @ G, "weights"))
+        xi, pi1, pi2, e2 = _xi_matrix(P, wq)
+        items, mine = [], []
+        for G, shared in blocks:
+            D = _delta_matrix(P, wq, [(G, shared)])
+            if isinstance(shared, str):
+                mine.append(D)
+            elif shared:
+                items.append(D)
+            else:
+                full = np.zeros((D.shape[0], n))
+                full[:, seen] = D
+                items.append(full)
+        Ng = float(w.sum())
+        resid = np.concatenate([n1 * (p1 - pi1), n2[pi_i, pj] * (cross[pi_i, pj] - pi2)]) / Ng
+        L = linalg.cholesky(xi, lower=True, check_finite=False)
+        zs.append(np.sqrt(Ng) * linalg.solve_triangular(L, resid, lower=True))
+        Zs.append(np.sqrt(Ng) * linalg.solve_triangular(L, np.hstack(items), lower=True))
+        own.append(np.sqrt(Ng) * linalg.solve_triangular(L, np.hstack(mine), lower=True)
+                   if mine else np.zeros((len(resid), 0)))
+        n_mom, N = n_mom + len(resid), N + Ng
+        # the null model: independent items in each group (its M2 and df summed, as mirt's)
+        m2n, dfn = m2n + null_m2(p1, cross[pi_i, pj], Ng, n2[pi_i, pj]), dfn + len(pi_i)
+        mod = e2.copy()
+        mod[np.diag_indices(len(seen))] = pi1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rdiff = _corr(cross - np.outer(p1, p1)) - _corr(mod - np.outer(pi1, pi1))
+        srmsr[label] = float(np.sqrt(np.mean(rdiff[pi_i, pj] ** 2)))
+    z = np.concatenate(zs)
+    n_own = [o.shape[1] for o in own]
+    n_shared = Zs[0].shape[1]                  # the items' columns, then each group's own
+    Z = np.zeros((len(z), n_shared + sum(n_own)))
+    r0, c0 = 0, n_shared
+    for Zg, og in zip(Zs, own):
+        Z[r0:r0 + len(Zg), :n_shared] = Zg
+        Z[r0:r0 + len(Zg), c0:c0 + og.shape[1]] = og
+        r0, c0 = r0 + len(Zg), c0 + og.shape[1]
+    vals, vecs = linalg.eigh(Z.T @ Z, check_finite=False)
+    keep = vals > max(vals.max(), 0.0) * 1e-13
+    z = z - Z @ (vecs[:, keep] @ ((vecs[:, keep].T @ (Z.T @ z)) / vals[keep]))
+    stat = float(z @ z)
+    df = n_mom - free_parameters(n, est) - 2 * (len(table) - 1)
+    if df <= 0:
+        raise ConfigError(f"M2 has {df} degrees of freedom ({n_mom} moments); use more items")
+    rmsea = float(np.sqrt(max(stat / df - 1.0, 0.0) / (N - 1.0)))
+    lo, hi = rmsea_ci(stat, df, N, ci)
+    tli = float((m2n / dfn - stat / df) / (m2n / dfn - 1.0))
+    cfi = float(np.clip(1.0 - (stat - df) / (m2n - dfn), 0.0, 1.0)) if m2n > dfn else 1.0
+    return {"M2": stat, "df": int(df), "p": float(chi2.sf(stat, df)), "RMSEA": rmsea,
+            "RMSEA_5": lo, "RMSEA_95": hi, "SRMSR": srmsr, "TLI": tli, "CFI": cfi, "n": N,
+            "M2_null": m2n, "df_null": dfn}
