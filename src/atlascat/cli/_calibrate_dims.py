@@ -10,8 +10,8 @@ from ._common import (console, json_safe, load_responses, progress_bar, subjects
                       wrote_line)
 
 #: what --dims fits, said when something else is asked
-SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers only "
-             "(--model 2pl, the default with --dims)")
+SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers of one "
+             "population (--model 2pl, the default with --dims; no groups, no asymptotes)")
 
 
 def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_a: str,
