@@ -44,7 +44,7 @@ from .quadrature import normal_quadrature
 from .start import start_values
 
 __all__ = ["GroupLabels", "group_labels", "group_mapping", "fit_groups", "posterior_moments",
-           "group_result", "MIN_GROUP_SIZE"]
+           "group_log_weights", "group_result", "MIN_GROUP_SIZE"]
 
 #: fewest subjects a group may have (its mean and variance are estimated from them)
 MIN_GROUP_SIZE = 10
@@ -129,7 +129,9 @@ def posterior_moments(nodes, node_mass):
     return float(np.clip(mean, -MEAN_BOUND, MEAN_BOUND)), float(np.clip(var, lo, hi))
 
 
-def _group_log_weights(nodes, mean, var):
+def group_log_weights(nodes, mean, var):
+    """log pi_q of N(``mean``, ``var``) at the ``nodes`` (host array), normalized: a group's
+    grid weights in its E-step (mirt's)."""
     lw = -0.5 * (nodes - mean) ** 2 / var
     mx = np.max(lw)
     return lw - (mx + np.log(np.sum(np.exp(lw - mx))))
@@ -203,7 +205,7 @@ def fit_groups(values, weights, item_model: ItemModel, groups: GroupLabels, *,
         log_p, log_q = item_model.node_logs(th, x, xp)
         means, variances = latent(gp)
         return [estep(d, log_p, log_q,
-                      arrays.asarray(_group_log_weights(nodes, mu, v), xp, "float64", device),
+                      arrays.asarray(group_log_weights(nodes, mu, v), xp, "float64", device),
                       **kw)
                 for d, mu, v in zip(datas, means, variances)]
 
