@@ -374,10 +374,7 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
 
         ses = group_standard_errors(values, w, fit, item_model, groups.index, groups.labels,
                                     item_ids=item_ids, model=model, progress=se_callback)
-        table = ses.group_frame("standard")
-        for row, t in zip(summary["groups"], table.itertuples()):
-            row.update({"mean_se": _num(t.mean_se), "var": float(t.var),
-                        "var_se": _num(t.var_se), "sd_se": _num(t.sd_se)})
+        add_group_errors(summary, ses)
     # the subjects' scores as mirt's fscores on the fit gives them (and atlas score --groups):
     # EAP under each one's group prior on the bank's scale, 121 nodes on [-6, 6]
     from .groupscore import eap_by_prior
@@ -390,6 +387,16 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
         n_iter=fit["n_iter"], converged=fit["converged"], seconds=0.0,
         theta=theta, theta_se=theta_se, latent_variance=fit["var"],
         log_posterior=fit["log_posterior"], groups=summary, se=ses, **result_fields)
+
+
+def add_group_errors(summary: dict, ses) -> None:
+    """Each group's ``mean_se``, ``var``, ``var_se``, ``sd_se`` (on the bank's scale, from
+    :meth:`atlascat.irt.groupse.GroupStandardErrors.group_frame`) into the rows of
+    :func:`group_summary`'s ``summary``."""
+    table = ses.group_frame("standard")
+    for row, t in zip(summary["groups"], table.itertuples()):
+        row.update({"mean_se": _num(t.mean_se), "var": float(t.var),
+                    "var_se": _num(t.var_se), "sd_se": _num(t.sd_se)})
 
 
 def _num(v):

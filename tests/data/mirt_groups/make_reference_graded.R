@@ -9,6 +9,8 @@
 #   ordinal_responses.csv, ordinal_groups.csv   subject_id, items / group
 #   <fit>_ord_items.csv   item_id, a1, d1..d3 (graded) or a1, d0..d3 (gpcm), group A's
 #   <fit>_ord_fit.csv     loglik, converged, each group's mean and variance, n_iter, seconds
+#   <fit>_ord_se.csv      item_id (or GroupPars for group B's MEAN_1, COV_11), the standard
+#                         errors of a1, d1..d3 (SE = TRUE, mirt's SE.type "Oakes")
 suppressPackageStartupMessages(library(mirt))
 stopifnot(as.character(packageVersion("mirt")) == "1.45.1")
 num17 <- function(df) {
@@ -34,6 +36,20 @@ for (itemtype in c("graded", "gpcm")) {
                        invariance = c("free_means", "free_var", colnames(X)),
                        verbose = FALSE, TOL = 1e-6, technical = list(NCYCLES = 5000))
   secs <- proc.time()[["elapsed"]] - t0
+  mse <- multipleGroup(X, 1, group = factor(group, levels = c("A", "B")), itemtype = itemtype,
+                       invariance = c("free_means", "free_var", colnames(X)), SE = TRUE,
+                       verbose = FALSE, TOL = 1e-6, technical = list(NCYCLES = 5000))
+  ce <- coef(mse, printSE = TRUE)
+  pars <- if (itemtype == "graded") c("a1", "d1", "d2", "d3") else c("a1", "d1", "d2", "d3")
+  rows <- lapply(colnames(X), function(i) {
+    v <- ce$A[[i]]
+    data.frame(item_id = i, t(setNames(v["SE", pars], pars)))
+  })
+  gp <- ce$B$GroupPars
+  rows[[length(rows) + 1]] <- data.frame(item_id = "GroupPars_B", a1 = gp["SE", "MEAN_1"],
+                                         d1 = gp["SE", "COV_11"], d2 = NA, d3 = NA)
+  write.csv(num17(do.call(rbind, rows)), paste0(itemtype, "_ord_se.csv"), row.names = FALSE,
+            quote = FALSE, na = "")
   cf <- coef(mod, simplify = TRUE)
   it <- as.data.frame(cf$A$items)
   keep <- if (itemtype == "graded") c("a1", "d1", "d2", "d3") else c("a1", "d0", "d1", "d2", "d3")
