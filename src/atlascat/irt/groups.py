@@ -25,8 +25,10 @@ The EM is the one-group EM (:mod:`atlascat.irt.em`) with one prior over the grid
   monotonicity safeguard; convergence is mirt's rule on the item parameters and the group
   means and log-variances.
 
-Binary models only (Rasch, 1PL-4PL); standard errors of the items and of the groups' means
-and variances: :mod:`atlascat.irt.groupse`.
+Binary models here (Rasch, 1PL-4PL); graded and GPCM items take the same E-step priors and
+group M-step (:func:`posterior_moments`, :func:`group_log_weights`) in
+:func:`atlascat.irt.polyfit.fit_ordinal`. Standard errors of the items and of the groups'
+means and variances: :mod:`atlascat.irt.groupse`.
 """
 from __future__ import annotations
 
