@@ -217,7 +217,7 @@ def _grouping(groups, reference_group, subject_ids, pcm: bool):
     if pcm:
         raise ConfigError("groups: the graded and gpcm models (and the binary ones), not pcm "
                           "(its reference variance is estimated); fit gpcm with groups")
-    from .groups import group_mapping
+    from .grouplabels import group_mapping
 
     return group_mapping(groups, subject_ids)
 
@@ -226,7 +226,7 @@ def _group_fields(result, grouping, fit, weights, codes) -> None:
     """A multiple-group fit's ``groups`` (:func:`atlascat.irt.groups.group_summary`), its
     parameter count (each other group's mean and variance) and the subjects' EAPs as mirt's
     ``fscores`` gives them, each under its group's prior on the bank's grid of 121 nodes."""
-    from .groups import group_summary
+    from .grouplabels import group_summary
 
     k = result.information_criteria()["n_parameters"]
     result.groups = group_summary(grouping, {**fit, "var": 1.0}, weights)
@@ -292,7 +292,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
     if grouping is not None:
-        from .groups import group_labels
+        from .grouplabels import group_labels
 
         grouping = group_labels(grouping, sids, reference_group)
     keep, dropped = _one_level_items(values, iids, on_empty)
@@ -387,7 +387,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
 
         quad = normal_quadrature(int(quadpts), theta_range)
         if grouping is not None:
-            from .groups import add_group_errors
+            from .grouplabels import add_group_errors
             from .groupse import ordinal_group_standard_errors
 
             result.se = ordinal_group_standard_errors(

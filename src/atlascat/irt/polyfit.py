@@ -464,7 +464,7 @@ class _Latent:
         (n, Q), group 0's ``log_w``."""
         if self.G == 1:
             return log_w
-        from .groups import group_log_weights
+        from .grouplabels import group_log_weights
 
         means, variances = self.moments(gp)
         lw = np.stack([log_w] + [group_log_weights(self.nodes, mu, v)
@@ -476,7 +476,7 @@ class _Latent:
         return np.stack([wp[r].sum(axis=0) for r in self.rows])
 
     def mstep(self, masses) -> np.ndarray:
-        from .groups import posterior_moments
+        from .grouplabels import posterior_moments
 
         out = np.empty(2 * (self.G - 1))
         for k in range(1, self.G):
@@ -485,7 +485,7 @@ class _Latent:
         return out
 
     def clip(self, gp) -> np.ndarray:
-        from .groups import LOG_VAR_BOUNDS, MEAN_BOUND
+        from .grouplabels import LOG_VAR_BOUNDS, MEAN_BOUND
 
         out = gp.copy()
         out[0::2] = np.clip(out[0::2], -MEAN_BOUND, MEAN_BOUND)
