@@ -40,7 +40,7 @@ for (itemtype in c("graded", "gpcm")) {
                        invariance = c("free_means", "free_var", colnames(X)), SE = TRUE,
                        verbose = FALSE, TOL = 1e-6, technical = list(NCYCLES = 5000))
   ce <- coef(mse, printSE = TRUE)
-  pars <- if (itemtype == "graded") c("a1", "d1", "d2", "d3") else c("a1", "d1", "d2", "d3")
+  pars <- c("a1", "d1", "d2", "d3")   # GPCM: d0 = 0 has no SE
   rows <- lapply(colnames(X), function(i) {
     v <- ce$A[[i]]
     data.frame(item_id = i, t(setNames(v["SE", pars], pars)))
