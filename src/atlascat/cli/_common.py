@@ -462,6 +462,21 @@ def group_keywords(groups, reference_group) -> dict:
     return {"groups": read_groups(groups), "reference_group": reference_group}
 
 
+def print_groups(res) -> None:
+    """A multiple-group fit's groups, one line each: size, latent mean and SD (with their
+    standard errors and the variance under --se); nothing for a one-group fit."""
+    if res.groups is None:
+        return
+    for g in res.groups["groups"]:
+        ref = " (reference)" if g["group"] == res.groups["reference"] else ""
+        se = "" if g.get("mean_se") is None else \
+            f" (SE {g['mean_se']:.3f}), SD {g['sd']:.3f} (SE {g['sd_se']:.3f}), variance " \
+            f"{g['var']:.3f} (SE {g['var_se']:.3f})"
+        console.print(f"group {g['group']}{ref}: {g['n_observations']:g} subjects, latent mean "
+                      f"{g['mean']:.3f}" + (se or f", SD {g['sd']:.3f}"), markup=False,
+                      highlight=False)
+
+
 #: --groups and --summary of the commands that read a multiple-group bank (score, fit)
 GROUPS_HELP = ("A bank from atlas calibrate --groups: each subject's group (a CSV of subject id "
                "and group, as there), with --summary.")

@@ -10,8 +10,8 @@ import typer
 from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, group_keywords, json_safe, load_responses,
-                      output_file, next_stage, progress_bar, quiet_option, subjects_text, warn,
-                      whole_ratings, wrote_line)
+                      output_file, next_stage, print_groups, progress_bar, quiet_option,
+                      subjects_text, warn, whole_ratings, wrote_line)
 
 
 _MODEL = typer.Option(AUTO, "--model",
@@ -90,8 +90,8 @@ _DROP_EMPTY = typer.Option(False, "--drop-empty",
 
 _GROUPS = typer.Option(
     None, "--groups", metavar="FILE",
-    help="Multiple-group calibration: a CSV of subject id and group (a 'group' column, else "
-         "the second), one row per subject. Items shared by the groups; the reference group's "
+    help="Multiple-group calibration (binary, graded, gpcm): a CSV of subject id and group (a "
+         "'group' column, else the second), one row per subject. Items shared by the groups; the reference group's "
          "trait N(0, 1), every other group's mean and SD estimated (mirt's multipleGroup).")
 
 _REFERENCE_GROUP = typer.Option(
@@ -171,9 +171,9 @@ def calibrate_command(
             responses, output, kind, name=name, fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
             quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
-            normalize_ids=normalize_ids, drop_empty=drop_empty, binary_only=_binary_only(
-                prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
-                device, groups, reference_group))
+            normalize_ids=normalize_ids, drop_empty=drop_empty, grouping=grouping,
+            binary_only=_binary_only(prior_c, prior_u, partition_size, link, filter_, seed,
+                                     convergence, dtype, device))
 
     if _is_ordinal(model, rating_range):
         return ordinal(model.lower())
@@ -354,15 +354,7 @@ def _report(res, rm, link: str, responses=None) -> None:
     if res.model == "rasch":
         console.print(f"latent variance {res.latent_variance:.4f}; bank written on the N(0, 1) "
                       f"scale as the equivalent 1PL (common slope {res.bank.a[0]:.4f})")
-    if res.groups is not None:
-        for g in res.groups["groups"]:
-            ref = " (reference)" if g["group"] == res.groups["reference"] else ""
-            se = "" if g.get("mean_se") is None else \
-                f" (SE {g['mean_se']:.3f}), SD {g['sd']:.3f} (SE {g['sd_se']:.3f}), variance " \
-                f"{g['var']:.3f} (SE {g['var_se']:.3f})"
-            console.print(f"group {g['group']}{ref}: {g['n_observations']:g} subjects, latent mean "
-                          f"{g['mean']:.3f}" + (se or f", SD {g['sd']:.3f}"), markup=False,
-                          highlight=False)
+    print_groups(res)
     if res.linking:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "
