@@ -35,3 +35,44 @@ def test_anova_of_the_stacked_and_the_grouped_ordinal_fit_is_mirts(tmp_path, mod
 def test_anova_groups_refuses_the_pcm(capsys):
     one_line_error(capsys, ["anova", RATINGS, "--model", "pcm", "--model", "gpcm", "--groups",
                             GROUPS], "--groups", "--model pcm")
+
+
+def _mirt_bank(model):
+    """mirt's grouped fit as an ordinal bank (its a1, d1..d3; GPCM's d0 = 0 left out) and its
+    groups' priors."""
+    import numpy as np
+
+    from atlascat.irt.polybank import PolyBank
+
+    items = pd.read_csv(DATA / f"{model}_ord_items.csv")
+    fit = pd.read_csv(DATA / f"{model}_ord_fit.csv").iloc[0]
+    bank = PolyBank(items.item_id, items[["a1", "d1", "d2", "d3"]].to_numpy(), model)
+    return bank, {"A": (0.0, 1.0), "B": (fit.mean_B, float(np.sqrt(fit.var_B)))}
+
+
+@pytest.mark.parametrize("model", ["graded", "gpcm"])
+def test_sx2_within_each_group_of_an_ordinal_bank_is_mirts_itemfit(model):
+    from atlascat.irt.groupfit import sx2_groups
+
+    ratings = pd.read_csv(RATINGS, index_col=0)
+    groups = pd.read_csv(GROUPS, index_col=0)["group"]
+    bank, priors = _mirt_bank(model)
+    ours = sx2_groups(ratings, bank, groups, priors)
+    ref = pd.read_csv(DATA / f"{model}_ord_sx2.csv")     # itemfit(multipleGroup(...))
+    assert ours["group"].tolist() == ref["group"].tolist()
+    assert ours["item_id"].tolist() == ref["item"].tolist()
+    # group B's df 2 fewer than a one-group fit's (its latent mean and variance)
+    assert ours["df_S_X2"].tolist() == ref["df.S_X2"].tolist()
+    for a, b in (("S_X2", "S_X2"), ("RMSEA_S_X2", "RMSEA.S_X2"), ("p_S_X2", "p.S_X2")):
+        assert ours[a].to_numpy() == pytest.approx(ref[b].to_numpy(), rel=1e-9, abs=1e-12), a
+    assert "n_groups" not in ours                          # the binary tables' column
+
+
+def test_sx2_groups_of_an_ordinal_bank_needs_labelled_ratings():
+    from atlascat.errors import ConfigError
+    from atlascat.irt.groupfit import sx2_groups
+
+    bank, priors = _mirt_bank("graded")
+    ratings = pd.read_csv(RATINGS, index_col=0).to_numpy()
+    with pytest.raises(ConfigError, match="labelled"):
+        sx2_groups(ratings, bank, pd.read_csv(GROUPS, index_col=0)["group"], priors)

@@ -22,25 +22,20 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -
     the fit's groups, as :func:`atlascat.irt.groupscore.score_groups` takes them (the first
     group the reference). A non-reference group's df is 2 fewer than a one-group fit's (its
     latent mean and variance, as mirt counts them; a Rasch bank's 1 fewer, one-group Rasch
-    counting the latent variance already). ``settings``: sx2's ``mincell``,
-    ``quadpts``, ``theta_range``, ``weights``."""
-    from ..errors import ConfigError
-    from ..responses import ResponseMatrix, as_labelled_responses
-    from .fit import _SHARED, _estimated, sx2
+    counting the latent variance already). An ordinal bank
+    (:class:`atlascat.irt.polybank.PolyBank`, graded / gpcm): ``responses`` the ratings on the
+    items' own scales, labelled (a DataFrame indexed by subject id), and each group's table
+    :func:`atlascat.irt.polyfitstats.sx2_ordinal`'s (no ``n_groups``). ``settings``: sx2's
+    ``mincell``, ``quadpts``, ``theta_range``, ``weights``."""
     from .groupscore import group_priors, subject_groups
+    from .polybank import PolyBank
     from .sx2table import sx2_frame
 
     table = group_priors(priors)
-    rm = as_labelled_responses(responses)
-    if not isinstance(rm, ResponseMatrix):
-        raise ConfigError("sx2_groups matches subjects to groups by id: give labelled "
-                          "responses (a ResponseMatrix or DataFrame)")
-    labels = subject_groups(groups, rm.subject_ids, list(table))
-    # a non-reference group's mean and variance, beyond the latent variance a one-group Rasch
-    # fit counts already (its reference group's)
-    extra = 2 - _SHARED.get(_estimated(bank, estimated), 0)
-    y = rm.aligned_values(bank.item_ids, extra="ignore")
-    weights = settings.pop("weights", rm.weights)
+    y, ids, weights, one_sx2, extra = (_ordinal if isinstance(bank, PolyBank) else _binary)(
+        responses, bank, estimated)
+    labels = subject_groups(groups, ids, list(table))
+    weights = settings.pop("weights", weights)
     out = []
     for k, (label, (mean, sd)) in enumerate(table.items()):
         rows = labels == label
@@ -48,16 +43,54 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -
             continue
         seen = np.flatnonzero((~np.isnan(y[rows])).any(axis=0))
         w = None if weights is None else np.asarray(weights, dtype=float)[rows]
-        one = sx2(y[np.ix_(rows, seen)], bank.subset(seen), estimated=estimated,
-                  prior_mean=mean, prior_sd=sd, weights=w, **settings)
+        one = one_sx2(y[np.ix_(rows, seen)], bank.subset(seen), prior_mean=mean, prior_sd=sd,
+                      weights=w, **settings)
         latent = extra if k > 0 else 0
         complete = ~np.isnan(y[np.ix_(rows, seen)]).any(axis=1)    # the subjects sx2 used
         n = float(complete.sum() if w is None else w[complete].sum())
         df = np.maximum(one["df_S_X2"].to_numpy() - latent, 0)
-        frame = sx2_frame(one["item_id"], one["S_X2"], df, n, n_groups=one["n_groups"])
+        more = {"n_groups": one["n_groups"]} if "n_groups" in one else {}
+        frame = sx2_frame(one["item_id"], one["S_X2"], df, n, **more)
         frame["group"] = label
         out.append(frame)
     return pd.concat(out, ignore_index=True)
+
+
+def _binary(responses, bank, estimated):
+    """(0/1 answers aligned to the bank, subject ids, weights, the one-group S-X2, the
+    latent parameters a non-reference group adds to an item's df) of a binary bank."""
+    from functools import partial
+
+    from ..errors import ConfigError
+    from ..responses import ResponseMatrix, as_labelled_responses
+    from .fit import _SHARED, _estimated, sx2
+
+    rm = as_labelled_responses(responses)
+    if not isinstance(rm, ResponseMatrix):
+        raise ConfigError("sx2_groups matches subjects to groups by id: give labelled "
+                          "responses (a ResponseMatrix or DataFrame)")
+    # a non-reference group's mean and variance, beyond the latent variance a one-group Rasch
+    # fit counts already (its reference group's)
+    extra = 2 - _SHARED.get(_estimated(bank, estimated), 0)
+    return (rm.aligned_values(bank.item_ids, extra="ignore"), rm.subject_ids, rm.weights,
+            partial(sx2, estimated=estimated), extra)
+
+
+def _ordinal(responses, bank, estimated):
+    """:func:`_binary`'s pieces of an ordinal bank: the ratings on the items' own scales."""
+    from functools import partial
+
+    from ..errors import ConfigError
+    from ..responses import ResponseMatrix
+    from .polyfitstats import sx2_ordinal
+    from .polyscore import aligned_ratings
+
+    values, ids = aligned_ratings(responses, bank)
+    if ids is None:
+        raise ConfigError("sx2_groups matches subjects to groups by id: give labelled "
+                          "ratings (a DataFrame indexed by subject id)")
+    weights = responses.weights if isinstance(responses, ResponseMatrix) else None
+    return values, ids, weights, partial(sx2_ordinal, estimated=estimated), 2
 
 
 def m2_groups(responses, bank, groups, priors, *, estimated=None, quadpts=None,
