@@ -76,3 +76,34 @@ def test_sx2_groups_of_an_ordinal_bank_needs_labelled_ratings():
     ratings = pd.read_csv(RATINGS, index_col=0).to_numpy()
     with pytest.raises(ConfigError, match="labelled"):
         sx2_groups(ratings, bank, pd.read_csv(GROUPS, index_col=0)["group"], priors)
+
+
+def test_atlas_fit_groups_on_an_ordinal_bank_gives_mirts_sx2_per_group(tmp_path, capsys):
+    import json
+
+    bank, summ, out = tmp_path / "b.csv", tmp_path / "s.json", tmp_path / "f.json"
+    assert run_cli(["calibrate", RATINGS, "--model", "graded", "--groups", GROUPS, "--tol",
+                    "1e-6", "--summary", summ, "-o", bank, "--quiet"]) == 0
+    # was refused: "--groups: binary banks only"
+    assert run_cli(["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary", summ,
+                    "-o", out]) == 0
+    assert "left out" in capsys.readouterr().out               # no M2 of the groups
+    items = pd.DataFrame(json.loads(out.read_text())["items"])
+    ref = pd.read_csv(DATA / "graded_ord_sx2.csv")
+    assert items["group"].tolist() == ref["group"].tolist()
+    assert items["df_S_X2"].tolist() == ref["df.S_X2"].tolist()
+    # ATLAS's own fit (mirt's to ~1e-4 in the parameters): S-X2 within 0.05
+    assert items["S_X2"].to_numpy() == pytest.approx(ref["S_X2"].to_numpy(), abs=0.05)
+
+
+def test_atlas_fit_groups_on_an_ordinal_bank_refusals(tmp_path, capsys):
+    bank, summ = tmp_path / "b.csv", tmp_path / "s.json"
+    assert run_cli(["calibrate", RATINGS, "--model", "gpcm", "--groups", GROUPS, "--summary",
+                    summ, "-o", bank, "--quiet"]) == 0
+    capsys.readouterr()
+    one_line_error(capsys, ["fit", RATINGS, "--bank", bank, "--groups", GROUPS],
+                   "--groups and --summary go together")
+    one_line_error(capsys, ["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary",
+                            summ, "--m2", "C2"], "--groups", "drop --m2")
+    one_line_error(capsys, ["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary",
+                            summ, "--q3"], "--q3: binary banks only")
