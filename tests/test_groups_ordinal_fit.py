@@ -78,6 +78,36 @@ def test_sx2_groups_of_an_ordinal_bank_needs_labelled_ratings():
         sx2_groups(ratings, bank, pd.read_csv(GROUPS, index_col=0)["group"], priors)
 
 
+@pytest.mark.parametrize("model", ["graded", "gpcm"])
+@pytest.mark.parametrize("kind", ["M2*", "C2"])
+def test_m2_of_an_ordinal_multiple_group_fit_is_mirts(model, kind):
+    """mirt 1.45.1's M2(multipleGroup(...), type) at its parameters: its Delta leaves the groups'
+    means and variances out (group_delta=False; df counts them) and its null model stacks the
+    groups (M2*'s rank-deficient null Delta: one complement of the stacked Delta)."""
+    from atlascat.irt.groupfit import m2_ordinal_groups
+
+    ratings = pd.read_csv(RATINGS, index_col=0)
+    groups = pd.read_csv(GROUPS, index_col=0)["group"]
+    bank, priors = _mirt_bank(model)
+    slope = "mirt" if model == "gpcm" else "exact"        # mirt's GPCM dP (polyfitstats)
+    got = m2_ordinal_groups(ratings, bank, groups, priors, statistic=kind, gpcm_slope=slope,
+                            group_delta=False)
+    ref = pd.read_csv(DATA / f"{model}_ord_{'m2' if kind == 'M2*' else 'c2'}.csv").iloc[0]
+    assert got["statistic"] == kind and got["df"] == ref.df
+    assert got["M2"] == pytest.approx(ref.M2, rel=1e-9)
+    assert got["p"] == pytest.approx(ref.p, rel=1e-8)
+    assert got["RMSEA"] == pytest.approx(ref.RMSEA, abs=1e-10)
+    for g in ("A", "B"):
+        assert got["SRMSR"][g] == pytest.approx(ref[f"SRMSR.{g}"], abs=1e-12)
+    # mirt's null intercepts stop at its EM tolerance (1e-4)
+    assert got["TLI"] == pytest.approx(ref.TLI, abs=1e-6)
+    assert got["CFI"] == pytest.approx(ref.CFI, abs=1e-6)
+    # the groups' means and variances in Delta too (ATLAS's default, as m2_groups): M2 a little
+    # smaller, on the same df
+    full = m2_ordinal_groups(ratings, bank, groups, priors, statistic=kind, gpcm_slope=slope)
+    assert full["df"] == got["df"] and got["M2"] * (1 - 3e-3) < full["M2"] <= got["M2"]
+
+
 def test_atlas_fit_groups_on_an_ordinal_bank_gives_mirts_sx2_per_group(tmp_path, capsys):
     import json
 
@@ -87,8 +117,12 @@ def test_atlas_fit_groups_on_an_ordinal_bank_gives_mirts_sx2_per_group(tmp_path,
     # was refused: "--groups: binary banks only"
     assert run_cli(["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary", summ,
                     "-o", out]) == 0
-    assert "left out" in capsys.readouterr().out               # no M2 of the groups
-    items = pd.DataFrame(json.loads(out.read_text())["items"])
+    report = json.loads(out.read_text())
+    m2 = pd.read_csv(DATA / "graded_ord_m2.csv").iloc[0]
+    assert report["statistic"] == "M2*" and report["df"] == m2.df
+    assert report["M2"] == pytest.approx(m2.M2, rel=2e-3)      # its own fit; Delta with the groups
+    assert set(report["SRMSR"]) == {"A", "B"}
+    items = pd.DataFrame(report["items"])
     ref = pd.read_csv(DATA / "graded_ord_sx2.csv")
     assert items["group"].tolist() == ref["group"].tolist()
     assert items["df_S_X2"].tolist() == ref["df.S_X2"].tolist()
@@ -104,6 +138,18 @@ def test_atlas_fit_groups_on_an_ordinal_bank_refusals(tmp_path, capsys):
     one_line_error(capsys, ["fit", RATINGS, "--bank", bank, "--groups", GROUPS],
                    "--groups and --summary go together")
     one_line_error(capsys, ["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary",
-                            summ, "--m2", "C2"], "--groups", "drop --m2")
-    one_line_error(capsys, ["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary",
                             summ, "--q3"], "--q3: binary banks only")
+
+
+def test_atlas_fit_groups_takes_m2_and_gpcm_slope_on_an_ordinal_bank(tmp_path):
+    import json
+
+    bank, summ, out = tmp_path / "b.csv", tmp_path / "s.json", tmp_path / "f.json"
+    assert run_cli(["calibrate", RATINGS, "--model", "gpcm", "--groups", GROUPS, "--tol",
+                    "1e-6", "--summary", summ, "-o", bank, "--quiet"]) == 0
+    assert run_cli(["fit", RATINGS, "--bank", bank, "--groups", GROUPS, "--summary", summ,
+                    "--m2", "C2", "--gpcm-slope", "mirt", "--no-items", "-o", out]) == 0
+    report = json.loads(out.read_text())
+    ref = pd.read_csv(DATA / "gpcm_ord_c2.csv").iloc[0]
+    assert report["statistic"] == "C2" and report["df"] == ref.df and "items" not in report
+    assert report["M2"] == pytest.approx(ref.M2, rel=3e-3)

@@ -8,8 +8,8 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
                        bar=None, grouping=None) -> dict:
     """The JSON-ready report (library calls only; used by the command and by tests); ``bar``:
     a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage); ``grouping`` (a
-    bank of calibrate --groups: :func:`._common.group_priors_option`): S-X2 within each group
-    under its prior (:func:`atlascat.irt.groupfit.sx2_groups`), no M2."""
+    bank of calibrate --groups: :func:`._common.group_priors_option`): M2* / C2 over the groups
+    and S-X2 within each group under its prior (:func:`_group_report`)."""
     import numpy as np
 
     from ..errors import ConfigError
@@ -20,7 +20,7 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
               "statistic": kind, "estimated": ordinal_estimated(estimated)}
     if grouping is not None:
-        return _group_report(report, frame, bank, weights, estimated, grouping, items)
+        return _group_report(report, frame, bank, weights, grouping, items, gpcm_slope)
     if df <= 0 and items and statistic.upper() == "AUTO":   # neither M2* nor C2 has df
         report["M2_note"] = no_m2("C2", df, n_mom, n_free)
     else:
@@ -56,13 +56,24 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     return report
 
 
-def _group_report(report: dict, frame, bank, weights, estimated, grouping, items: bool):
-    """A multiple-group ordinal bank's report: S-X2 within each group under its prior (a
-    ``group`` per row; the subjects who rated every item), M2 left out with a note."""
-    from ..irt.groupfit import sx2_groups
+def _group_report(report: dict, frame, bank, weights, grouping, items: bool,
+                  gpcm_slope: str = "exact"):
+    """A multiple-group ordinal bank's report: M2* or C2 over the groups
+    (:func:`atlascat.irt.groupfit.m2_ordinal_groups`, SRMSR per group; a note in its place
+    where it cannot be computed) and S-X2 within each group under its prior (a ``group`` per
+    row; the subjects who rated every item)."""
+    from ..errors import ConfigError, ResponseDataError
+    from ..irt.groupfit import m2_ordinal_groups, sx2_groups
 
-    report["M2_note"] = (f"{report['statistic']} left out: a multiple-group ordinal bank gets "
-                         "S-X2 within each group (below); its M2 is not computed")
+    kind = report["statistic"]      # auto: M2* where it has df, else C2
+    try:
+        if report["estimated"] != "all":
+            raise ConfigError("it needs the bank's parameters estimated from these ratings "
+                              "(--estimated all)")
+        report.update(m2_ordinal_groups(frame, bank, grouping["groups"], grouping["priors"],
+                                        statistic=kind, gpcm_slope=gpcm_slope))
+    except (ConfigError, ResponseDataError) as exc:
+        report["M2_note"] = f"{kind} left out: {exc}; item fit (S-X2) within each group below"
     if items:
         sx = sx2_groups(frame, bank, grouping["groups"], grouping["priors"],
                         estimated=report["estimated"], weights=weights)
@@ -119,9 +130,6 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
                           "takes --m2, --gpcm-slope, --estimated all|none, --no-items, "
                           "--groups with --summary)")
     grouping = group_priors_option(*grouping)
-    if grouping is not None and (statistic or gpcm_slope):
-        raise ConfigError(f"--groups: S-X2 within each group only; drop "
-                          f"{'--m2' if statistic else '--gpcm-slope'}")
     est = ordinal_estimated(estimated)
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     iids = list(frame.columns)

@@ -8,6 +8,7 @@
 #                        (anova(stacked, grouped))
 #   <fit>_ord_sx2.csv    group, item, S_X2, df.S_X2, RMSEA.S_X2, p.S_X2 (itemfit(grouped))
 #   <fit>_ord_m2.csv     M2(grouped) (type M2*), when mirt gives it; its message otherwise
+#   <fit>_ord_c2.csv     M2(grouped, type = "C2"), the same way
 #   (the grouped fit's parameters are make_reference_graded.R's <fit>_ord_items.csv)
 suppressPackageStartupMessages(library(mirt))
 stopifnot(as.character(packageVersion("mirt")) == "1.45.1")
@@ -45,5 +46,9 @@ for (itemtype in c("graded", "gpcm")) {
               quote = FALSE)
   } else cat(itemtype, "M2:", m2, "\n")
   c2 <- try(M2(mod, type = "C2"), silent = TRUE)
-  if (!inherits(c2, "try-error")) print(c2) else cat(itemtype, "C2:", c2, "\n")
+  if (!inherits(c2, "try-error")) {
+    print(c2)
+    write.csv(num17(as.data.frame(c2)), paste0(itemtype, "_ord_c2.csv"), row.names = FALSE,
+              quote = FALSE)
+  } else cat(itemtype, "C2:", c2, "\n")
 }
