@@ -146,7 +146,24 @@ def test_ratings_refused_with_what_is_supported(tmp_path, capsys):
     pd.DataFrame({"a": [1, 3, 5, 2], "b": [2, 2, 4, 1], "c": [5, 1, 3, 3]}).to_csv(path)
     assert main(["calibrate", str(path), "--dims", "2", "-o", str(tmp_path / "b.csv")]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "--dims fits the exploratory multidimensional 2PL to 0/1 answers only" in err
+    assert "--dims fits the exploratory multidimensional 2PL to 0/1 answers of one" in err
+
+
+def test_groups_refused_with_dims_in_its_own_words(tmp_path, capsys):
+    """--dims --groups: refused saying --dims fits one population (it said '0/1 answers only',
+    which the 0/1 answers given did not explain)."""
+    rng = np.random.default_rng(0)
+    ids = [f"s{i}" for i in range(60)]
+    y = pd.DataFrame((rng.random((60, 6)) < 0.5).astype(int), index=ids,
+                     columns=[f"i{j}" for j in range(6)])
+    y.to_csv(tmp_path / "y.csv")
+    pd.DataFrame({"subject": ids, "group": ["a"] * 30 + ["b"] * 30}).to_csv(
+        tmp_path / "g.csv", index=False)
+    assert main(["calibrate", str(tmp_path / "y.csv"), "--dims", "2", "--groups",
+                 str(tmp_path / "g.csv"), "-o", str(tmp_path / "b.csv")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--groups is not available with --dims" in err and "one population" in err
+    assert "no groups" in err
 
 
 def test_partial_scores_refused(tmp_path, capsys):

@@ -141,8 +141,8 @@ def test_groups_refuse_what_they_cannot_take(data):
         calibrate(x, "2pl", groups=g, dtype="float32")
     with pytest.raises(ConfigError, match="reference group 'C' is not one of"):
         calibrate(x, "2pl", groups=g, reference_group="C")
-    with pytest.raises(ConfigError, match="binary models"):
-        Calibrator("graded").fit(x, groups=g)
+    with pytest.raises(ConfigError, match="not pcm"):   # graded / gpcm: test_groups_ordinal
+        Calibrator("pcm").fit(x, groups=g)
     with pytest.raises(ConfigError, match="no group"):
         calibrate(x, "2pl", groups=g.iloc[:-1].to_dict())
     with pytest.raises(ConfigError, match="reference_group needs groups"):
@@ -181,7 +181,7 @@ def test_atlas_calibrate_groups(tmp_path, capsys):
     ("subject_id,group\nnobody,A\n", ["--model", "2pl"], "not in the responses"),
     (None, ["--model", "2pl", "--reference-group", "Z"], "reference group 'Z'"),
     (None, ["--model", "2pl", "--dtype", "float32"], "dtype \\(--dtype\\) set with groups"),
-    (None, ["--model", "graded"], "--groups"),
+    (None, ["--model", "pcm"], "groups: the graded and gpcm models .* not pcm"),
 ])
 def test_atlas_calibrate_bad_groups_exit_2(tmp_path, capsys, rows, args, match):
     path = DATA / "groups.csv"

@@ -254,3 +254,6 @@ def test_m2_of_the_groups_is_mirts(data, prefix, model):
         assert got["SRMSR"][g] == pytest.approx(ref[f"SRMSR.{g}"], abs=1e-12)
     assert got["TLI"] == pytest.approx(ref.TLI, abs=1e-5)
     assert got["CFI"] == pytest.approx(ref.CFI, abs=1e-5)
+    # mirt leaves the groups' means and variances out of Delta (its df counts them)
+    exact = m2_groups(x, bank, groups, priors, estimated=model, group_delta=False)
+    assert exact["M2"] == pytest.approx(ref.M2, rel=1e-9) and exact["df"] == ref.df

@@ -178,6 +178,23 @@ def test_cli_dims_se_writes_se_columns(tmp_path, capsys):
     assert MultidimBank.read(out).n_dims == 2
 
 
+def test_cli_dims_se_with_format_mirt(tmp_path):
+    """--dims --se --format mirt: mirt's X, a1..aK, d, g, u with <parameter>_se beside each
+    (the two options came in at once: neither may drop the other's columns)."""
+    _, y = two_factor_answers(500, 8, seed=3)
+    data = tmp_path / "y.csv"
+    y.to_csv(data)
+    out, ours = tmp_path / "m.csv", tmp_path / "o.csv"
+    for fmt, path in (("mirt", out), ("ours", ours)):
+        assert main(["calibrate", str(data), "--dims", "2", "--se", "--mirt-defaults",
+                     "--format", fmt, "-o", str(path)]) == 0
+    df, own = pd.read_csv(out), pd.read_csv(ours)
+    assert list(df.columns) == ["X", "a1", "a1_se", "a2", "a2_se", "d", "d_se", "g", "u"]
+    np.testing.assert_allclose(df[["a1", "a1_se", "a2", "a2_se", "d", "d_se"]],
+                               own[["a1", "a1_se", "a2", "a2_se", "d", "d_se"]], rtol=1e-12)
+    assert MultidimBank.read(out).n_dims == 2
+
+
 def test_cli_dims_se_refused_beyond_three(tmp_path, capsys):
     _, y = two_factor_answers(300, 8, seed=3)
     data = tmp_path / "y.csv"

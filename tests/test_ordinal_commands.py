@@ -406,7 +406,11 @@ def test_binary_option_refusal_lists_exactly_what_the_ordinal_fit_takes(root, tm
               "--quadpts": ["21"], "--max-iter": ["5"], "--tol": ["0.01"], "--format": ["mirt"],
               "--summary": [str(tmp_path / "s.json")], "--scores": [str(tmp_path / "t.csv")],
               "--freq-column": None, "--se": [], "--normalize-ids": [], "--drop-empty": [],
-              "--mirt-defaults": [], "--quiet": [], "--name": ["judge-bench"]}
+              "--mirt-defaults": [], "--quiet": [], "--name": ["judge-bench"],
+              "--groups": [str(tmp_path / "g.csv")], "--reference-group": ["B"]}
+    ids = pd.read_csv(root / "judge.csv", index_col=0).index   # two groups of the subjects
+    pd.DataFrame({"subject_id": ids, "group": np.where(np.arange(len(ids)) % 2, "A", "B")}
+                 ).to_csv(tmp_path / "g.csv", index=False)
     assert set(listed) <= set(values), msg
     args = [a for opt in listed if values[opt] is not None for a in (opt, *values[opt])]
     _run("calibrate", str(root / "judge.csv"), "--model", model, *args,

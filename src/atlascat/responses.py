@@ -322,13 +322,14 @@ class ResponseMatrix:
                 f"missing={self.missing_fraction:.1%}{weighted})")
 
     # ------------------------------------------------------------------ transforms
-    def subset(self, subjects=None, items=None) -> "ResponseMatrix":
-        """Select subjects / items by ids, boolean mask, or integer positions (order kept as given)."""
+    def subset(self, subjects=None, items=None, *, on_empty: str = "error") -> "ResponseMatrix":
+        """Select subjects / items by ids, boolean mask, or integer positions (order kept as given);
+        ``on_empty``: a subject or item left with no answer, as the constructor's."""
         r = self._select(subjects, self.subject_ids, "subject")
         c = self._select(items, self.item_ids, "item")
         w = None if self.weights is None else self.weights[r]
         return ResponseMatrix(self.values[np.ix_(r, c)], self.subject_ids[r], self.item_ids[c],
-                              weights=w)
+                              weights=w, on_empty=on_empty)
 
     @staticmethod
     def _select(sel, ids, what):

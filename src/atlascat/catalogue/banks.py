@@ -64,4 +64,10 @@ def load_bank(name: str = "arc") -> ItemBank:
         return load_paper_bank(low)
     if low in CONTENT_BENCHMARKS:
         return load_content_bank(low)
+    from pathlib import Path
+
+    if Path(str(name)).is_file():   # a bank file: said where it is read
+        raise BankError(f"{str(name)!r} is a file, and load_bank loads the bundled banks "
+                        f"({', '.join(bank_names())}); read a file with ItemBank.read(path) "
+                        "(a1..aK, d: atlascat.irt.multidim.MultidimBank.read)")
     raise BankError(f"no bundled bank {name!r}; bundled: {', '.join(bank_names())}")

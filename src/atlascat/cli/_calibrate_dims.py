@@ -10,18 +10,20 @@ from ._common import (console, json_safe, load_responses, progress_bar, subjects
                       wrote_line)
 
 #: what --dims fits, said when something else is asked
-SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers only "
-             "(--model 2pl, the default with --dims)")
+SUPPORTED = ("--dims fits the exploratory multidimensional 2PL to 0/1 answers of one "
+             "population (--model 2pl, the default with --dims; no groups, no asymptotes)")
 
 
 def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_a: str,
                        mirt_defaults: bool, quadpts, max_iter: int, tol: float, rotate: str,
                        summary, name, freq_column, normalize_ids: bool, drop_empty: bool,
-                       seed, quiet: bool, unsupported: dict, scores=None, se: bool = False) -> None:
+                       seed, quiet: bool, unsupported: dict, scores=None, se: bool = False,
+                       fmt: str = "ours") -> None:
     """Fit, write the bank (a1..aK, d; with ``se`` <parameter>_se beside each), the --summary
     JSON and the --scores CSV (EAP theta_1..theta_K and se_1..se_K on the bank's varimax axes),
     print the fit and mirt's rotated summary. ``unsupported``: the options given that a
-    K-dimensional fit has no use for."""
+    K-dimensional fit has no use for; ``fmt`` "mirt": the bank as mirt's coef(mod, simplify =
+    TRUE)$items, X, a1..aK, d, g, u."""
     from ..errors import ConfigError, ResponseDataError
     from ..irt.multidimcal import PRIOR_D_SD
     from ..irt.rotation import ROTATIONS
@@ -55,15 +57,25 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
                           f"{len(rm.item_ids)}")
     res = _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet, se)
     bank = res.bank if name is None else _named(res.bank, name)
-    if res.se is None:
-        bank.write(output)
-    else:
+    frame = None
+    if fmt == "mirt":
+        from ..irt.multidimframe import mirt_frame
+
+        frame = mirt_frame(bank)
+    if res.se is not None:
         from ..irt.multidimse import write_bank_with_se
 
-        write_bank_with_se(bank, res.se, output)
+        write_bank_with_se(bank, res.se, output, frame=frame)
+    elif frame is not None:
+        from ..irt.bank import write_frame
+
+        write_frame(frame, output)
+    else:
+        bank.write(output)
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         info = {**res.to_dict(rotate), "responses": str(responses), "output": str(output),
+                "format": fmt,
                 **({"benchmark": name} if name else {})}
         summary.write_text(json.dumps(json_safe(info), indent=2))
     if scores is not None:
@@ -134,7 +146,8 @@ def _fit(rm, dims, a_sd, d_sd, quadpts, max_iter, tol, seed, quiet: bool, se: bo
         warnings.filterwarnings("ignore", "the .* did not converge", UserWarning)
         if quiet:
             return calibrate_multidim(rm, dims, **kw)
-        with progress_bar("EM" if dims <= 3 else "MH-RM", total=max_iter) as advance:
+        total = max_iter or (500 if dims <= 3 else 2100)   # MultidimIRT's caps, burn-in 100
+        with progress_bar("EM" if dims <= 3 else "MH-RM", total=total) as advance:
             res = calibrate_multidim(rm, dims, callback=lambda info: advance(1), **kw)
             advance(0, total=max(res.n_iter, 1))
     return res

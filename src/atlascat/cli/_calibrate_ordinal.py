@@ -11,7 +11,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                           freq_column, rating_range, prior_a: str, quadpts: int, max_iter: int,
                           tol: float, quiet: bool, se: bool = False, normalize_ids: bool = False,
                           binary_only: dict | None = None, drop_empty: bool = False,
-                          name: str | None = None) -> None:
+                          name: str | None = None, grouping: dict | None = None) -> None:
     import pandas as pd
 
     from ..errors import ConfigError
@@ -29,7 +29,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
     frame = pd.DataFrame(values, index=sids, columns=iids)
     settings = dict(weights=weights, prior_a=None if prior_a in ("auto", "none") else prior_a,
                     value_range=rating_range, quadpts=quadpts, max_iter=max_iter, tol=tol,
-                    se=se, on_empty="drop" if drop_empty else "error")
+                    se=se, on_empty="drop" if drop_empty else "error", **(grouping or {}))
     if quiet:
         res = calibrate_ordinal(frame, model, **settings)
     else:
@@ -54,7 +54,7 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 def ordinal_options(model: str) -> str:
     """The ``atlas calibrate`` options an ordinal fit takes besides RESPONSES and -o (pcm has
     no slopes, so no --prior-a), for the line refusing a binary model's option."""
-    slope = "" if model == "pcm" else "--prior-a, "
+    slope = "" if model == "pcm" else "--prior-a, --groups, --reference-group, "
     return (f"--rating-range, --name, {slope}--quadpts, --max-iter, --tol, --se, --format, "
             "--summary, --scores, --freq-column, --normalize-ids, --drop-empty, "
             "--mirt-defaults, --quiet")
@@ -90,9 +90,11 @@ def _print_result(res, model: str, weights, prior_a, rating_range) -> None:
         f"categories) on {subjects_text(len(res.subject_ids), w_kept)}: log-likelihood "
         f"{res.loglik:.3f}, "
         f"{res.n_iter} EM iterations, {status}, {res.seconds:.1f} s")
+    from ._common import print_groups
     from ._criteria import print_criteria
 
     print_criteria(res)
+    print_groups(res)
     if prior_a is not None:
         console.print(f"prior a ~ {prior_a} on every slope (MAP-EM; mirt's fit has "
                       "no prior: --prior-a none)", markup=False, highlight=False)
@@ -127,12 +129,14 @@ def read_bank_and_ratings(bank, responses, freq_column, normalize_ids: bool):
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
-                      normalize_ids: bool = False, binary_only: dict | None = None) -> None:
+                      normalize_ids: bool = False, binary_only: dict | None = None,
+                      grouping: dict | None = None) -> None:
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
     of its ratings (``mean_rating``, on the items' own scale) and its predicted mean rating
     over the whole bank with the 95% interval (``score``, ``score_lo``, ``score_hi``:
     :func:`~atlascat.irt.polyscore.predict_mean_rating`, what ``atlas simulate`` and a live
-    run predict)."""
+    run predict); ``grouping`` (a bank of calibrate --groups): each subject under its group's
+    prior, a group column."""
     import numpy as np
 
     from ..errors import ConfigError
@@ -146,7 +150,13 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
 
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     iids = list(frame.columns)
-    df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
+    if grouping is None:
+        df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
+                              quadpts=quadpts, extra_items=extra_items)
+    else:
+        from ..irt.groupscore import score_groups
+
+        df = score_groups(frame, bk, grouping["groups"], grouping["priors"], method,
                           quadpts=quadpts, extra_items=extra_items)
     from ..irt.polyscore import aligned_ratings, predict_mean_rating
     from ._common import note_unseen_ratings

@@ -132,8 +132,10 @@ def json_safe(obj):
 def cli_advice(exc) -> str:
     """What the command line adds to a library error: the command or option that fixes it
     ("" when none). The library says what is wrong; the commands are named here."""
+    import re
+
     from ..errors import (BankError, BankFolderError, BankKindError, MovedBankError,
-                          RunFolderError, UnfinishedRunError)
+                          ResponseDataError, RunFolderError, UnfinishedRunError)
 
     store = _live_run_store(getattr(exc, "path", None))
     if store is not None:   # the folder `atlas evaluate -o` wrote: say where its run is read
@@ -151,7 +153,12 @@ def cli_advice(exc) -> str:
         return (f"point the run at it with atlas evaluate --resume {exc.run_id} --bank NEW_PLACE"
                 + (f" --db {exc.store}" if exc.store else ""))
     if isinstance(exc, BankError) and str(exc).startswith("this is a multidimensional 2PL bank"):
-        return "atlas info (--rotate) and atlas design read it"
+        return ("atlas info (--rotate), atlas score (theta_1..theta_K) and atlas design read "
+                "it")
+    if isinstance(exc, ResponseDataError) and re.match(r"text cell .*, column 'group\w*';",
+                                                         str(exc), re.IGNORECASE):
+        return ("a group column belongs in a groups file, --groups FILE (subject id, group; "
+                "atlas calibrate, atlas anova), not among the answers")
     if isinstance(exc, UnfinishedRunError):
         return (f"atlas evaluate --resume {exc.run_id}" + (f" --db {exc.store}" if exc.store
                                                           else "") + ", then compare")
@@ -415,9 +422,10 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, know
     bank folder's items its build dropped), left out of theta silently. Returns ``(rm, bank)``."""
     from ..errors import ResponseDataError
 
-    known = set(known or ())
+    known = set(known or ())   # subsets keep the subjects the file had without answers
     if known:
-        rm = rm.subset(items=[i for i in rm.item_ids if i in bank or str(i) not in known])
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank or str(i) not in known],
+                       on_empty="keep")
     unknown = [i for i in rm.item_ids if i not in bank]
     if len(unknown) == rm.n_items:
         raise ResponseDataError(
@@ -431,7 +439,7 @@ def align_items(rm, bank, extra_items: str, *, restrict_bank: bool = False, know
                 "--extra-items ignore to leave them out, or --normalize-ids for R-style 'X' ids")
         err_console.print(f"note: {len(unknown)} response item(s) not in the bank were left out "
                           f"(e.g. {unknown[:3]})", markup=False)
-        rm = rm.subset(items=[i for i in rm.item_ids if i in bank])
+        rm = rm.subset(items=[i for i in rm.item_ids if i in bank], on_empty="keep")
     if restrict_bank:
         present = set(rm.item_ids)
         keep = [i for i in bank.item_ids if i in present]
@@ -452,6 +460,21 @@ def group_keywords(groups, reference_group) -> dict:
     from ..irt.groups import read_groups
 
     return {"groups": read_groups(groups), "reference_group": reference_group}
+
+
+def print_groups(res) -> None:
+    """A multiple-group fit's groups, one line each: size, latent mean and SD (with their
+    standard errors and the variance under --se); nothing for a one-group fit."""
+    if res.groups is None:
+        return
+    for g in res.groups["groups"]:
+        ref = " (reference)" if g["group"] == res.groups["reference"] else ""
+        se = "" if g.get("mean_se") is None else \
+            f" (SE {g['mean_se']:.3f}), SD {g['sd']:.3f} (SE {g['sd_se']:.3f}), variance " \
+            f"{g['var']:.3f} (SE {g['var_se']:.3f})"
+        console.print(f"group {g['group']}{ref}: {g['n_observations']:g} subjects, latent mean "
+                      f"{g['mean']:.3f}" + (se or f", SD {g['sd']:.3f}"), markup=False,
+                      highlight=False)
 
 
 #: --groups and --summary of the commands that read a multiple-group bank (score, fit)

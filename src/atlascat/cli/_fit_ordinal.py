@@ -5,9 +5,11 @@ from __future__ import annotations
 
 def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
                        estimated=None, items: bool = True, gpcm_slope: str = "exact",
-                       bar=None) -> dict:
+                       bar=None, grouping=None) -> dict:
     """The JSON-ready report (library calls only; used by the command and by tests); ``bar``:
-    a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage)."""
+    a progress bar's ``advance`` (M2's steps, then S-X2 as a second stage); ``grouping`` (a
+    bank of calibrate --groups: :func:`._common.group_priors_option`): M2* / C2 over the groups
+    and S-X2 within each group under its prior (:func:`_group_report`)."""
     import numpy as np
 
     from ..errors import ConfigError
@@ -17,6 +19,8 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     kind, df, n_mom, n_free = m2_df(bank, statistic, estimated)
     report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
               "statistic": kind, "estimated": ordinal_estimated(estimated)}
+    if grouping is not None:
+        return _group_report(report, frame, bank, weights, grouping, items, gpcm_slope)
     if df <= 0 and items and statistic.upper() == "AUTO":   # neither M2* nor C2 has df
         report["M2_note"] = no_m2("C2", df, n_mom, n_free)
     else:
@@ -49,6 +53,31 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
             report["items"] = sx2_rows(sx)
             if bar is not None:
                 bar(1)
+    return report
+
+
+def _group_report(report: dict, frame, bank, weights, grouping, items: bool,
+                  gpcm_slope: str = "exact"):
+    """A multiple-group ordinal bank's report: M2* or C2 over the groups
+    (:func:`atlascat.irt.groupfit.m2_ordinal_groups`, SRMSR per group; a note in its place
+    where it cannot be computed) and S-X2 within each group under its prior (a ``group`` per
+    row; the subjects who rated every item)."""
+    from ..errors import ConfigError, ResponseDataError
+    from ..irt.groupfit import m2_ordinal_groups, sx2_groups
+
+    kind = report["statistic"]      # auto: M2* where it has df, else C2
+    try:
+        if report["estimated"] != "all":
+            raise ConfigError("it needs the bank's parameters estimated from these ratings "
+                              "(--estimated all)")
+        report.update(m2_ordinal_groups(frame, bank, grouping["groups"], grouping["priors"],
+                                        statistic=kind, gpcm_slope=gpcm_slope))
+    except (ConfigError, ResponseDataError) as exc:
+        report["M2_note"] = f"{kind} left out: {exc}; item fit (S-X2) within each group below"
+    if items:
+        sx = sx2_groups(frame, bank, grouping["groups"], grouping["priors"],
+                        estimated=report["estimated"], weights=weights)
+        report["items"] = [{**row, "group": g} for row, g in zip(sx2_rows(sx), sx["group"])]
     return report
 
 
@@ -85,18 +114,22 @@ def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions:
 
 def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_items: str,
                     estimated, statistic, gpcm_slope, items: bool,
-                    binary_only: dict) -> dict:
+                    binary_only: dict, grouping=(None, None)) -> dict:
     """Read the ratings and the ordinal bank, refuse the binary-only options, and return
-    :func:`ordinal_fit_report` (the command prints it as for a binary bank)."""
+    :func:`ordinal_fit_report` (the command prints it as for a binary bank); ``grouping``:
+    --groups and --summary (:func:`._common.group_priors_option`)."""
     from ..errors import ConfigError
     from ..irt.polyfitstats import ordinal_estimated
     from ._calibrate_ordinal import read_bank_and_ratings
+    from ._common import group_priors_option
 
     given = [name for name, on in binary_only.items() if on]
     if given:
         raise ConfigError(f"{', '.join(given)}: binary banks only; drop "
                           f"{'it' if len(given) == 1 else 'them'} for an ordinal bank (its fit "
-                          "takes --m2, --gpcm-slope, --estimated all|none, --no-items)")
+                          "takes --m2, --gpcm-slope, --estimated all|none, --no-items, "
+                          "--groups with --summary)")
+    grouping = group_priors_option(*grouping)
     est = ordinal_estimated(estimated)
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     iids = list(frame.columns)
@@ -115,7 +148,7 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
     with progress_bar("M2", total=None) as advance:
         return ordinal_fit_report(frame, bk, weights=weights, statistic=statistic or "auto",
                                   estimated=est, items=items, gpcm_slope=gpcm_slope or "exact",
-                                  bar=advance)
+                                  bar=advance, grouping=grouping)
 
 
 def sx2_rows(sx) -> list[dict]:

@@ -10,8 +10,8 @@ import typer
 from ..errors import ResponseDataError
 from ..irt.defaults import AUTO, CONVERGENCE, LINK, MAX_ITER, QUADPTS, THETA_RANGE, TOL
 from ._common import (RESPONSES_HELP, console, group_keywords, json_safe, load_responses,
-                      output_file, next_stage, progress_bar, quiet_option, subjects_text, warn,
-                      whole_ratings, wrote_line)
+                      output_file, next_stage, print_groups, progress_bar, quiet_option,
+                      subjects_text, warn, whole_ratings, wrote_line)
 
 
 _MODEL = typer.Option(AUTO, "--model",
@@ -90,8 +90,8 @@ _DROP_EMPTY = typer.Option(False, "--drop-empty",
 
 _GROUPS = typer.Option(
     None, "--groups", metavar="FILE",
-    help="Multiple-group calibration: a CSV of subject id and group (a 'group' column, else "
-         "the second), one row per subject. Items shared by the groups; the reference group's "
+    help="Multiple-group calibration (binary, graded, gpcm): a CSV of subject id and group (a "
+         "'group' column, else the second), one row per subject. Items shared by the groups; the reference group's "
          "trait N(0, 1), every other group's mean and SD estimated (mirt's multipleGroup).")
 
 _REFERENCE_GROUP = typer.Option(
@@ -99,6 +99,11 @@ _REFERENCE_GROUP = typer.Option(
     help="With --groups: the group whose trait is N(0, 1) [default: the first label in "
          "sorted order, numbers by value, as R's factor levels].")
 
+#: not given (None): the 1-D fit's MAX_ITER, TOL; --dims: mirt's, as MultidimIRT's
+_MAX_ITER = typer.Option(None, "--max-iter", help=f"EM iteration cap [default: {MAX_ITER}; "
+                         "--dims: mirt's 500, MH-RM 2000 after a burn-in of 100].")
+_TOL = typer.Option(None, "--tol", help=f"Stop when the largest parameter change < TOL "
+                    f"[default: {TOL:g}; --dims K >= 4: MH-RM's 1e-3, as mirt].")
 _DIMS = typer.Option(None, "--dims", metavar="K",
     help="K >= 2: the exploratory K-dimensional 2PL (0/1 answers; mirt's mirt(data, K)): a "
          "bank of loadings a1..aK and intercepts d, and mirt's summary (--rotate).")
@@ -126,13 +131,13 @@ def calibrate_command(
     partition_size: Optional[int] = _PARTITION_SIZE,
     link: str = _LINK,
     filter_: Optional[bool] = _FILTER,
-    max_iter: int = typer.Option(MAX_ITER, "--max-iter", help="EM iteration cap."),
-    tol: float = typer.Option(TOL, "--tol", help="Stop when the largest parameter change < TOL."),
+    max_iter: Optional[int] = _MAX_ITER,
+    tol: Optional[float] = _TOL,
     convergence: str = _CONVERGENCE,
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (partition assignment; --dims K >= 4: the MH-RM draws)."),
     fmt: str = typer.Option("ours", "--format",
                             help="Bank format: ours (a,b,c,u; graded/gpcm/pcm: a,b1..) | mirt "
-                                 "(a1,d,g,u; graded/gpcm/pcm: a1,d1..)."),
+                                 "(a1,d,g,u; graded/gpcm/pcm: a1,d1..; --dims: a1..aK,d,g,u)."),
     summary: Optional[Path] = _SUMMARY,
     se: bool = _SE,
     scores: Optional[Path] = _SCORES,
@@ -151,13 +156,13 @@ def calibrate_command(
     exploratory K-dimensional 2PL, mirt's mirt(data, K)) by marginal maximum likelihood (EM).
 
     Filters items and subjects first when asked (--filter/--no-filter; the default is the
-    library's), fits all items jointly (or linked partitions).
-    """
+    library's), fits all items jointly (or linked partitions)."""
     from ._options import calibrator
 
     name = _checked_options(locals())   # the choices, --name, the output files
     if dims is not None:
         return _calibrate_dims(locals())
+    max_iter, tol = MAX_ITER if max_iter is None else max_iter, TOL if tol is None else tol
     grouping = group_keywords(groups, reference_group)   # read before the responses
     def ordinal(kind: str):
         from ._calibrate_ordinal import calibrate_ordinal_cmd
@@ -166,9 +171,9 @@ def calibrate_command(
             responses, output, kind, name=name, fmt=fmt, summary=summary, scores=scores,
             freq_column=freq_column, rating_range=rating_range, prior_a=prior_a,
             quadpts=quadpts, max_iter=max_iter, tol=tol, quiet=quiet, se=se,
-            normalize_ids=normalize_ids, drop_empty=drop_empty, binary_only=_binary_only(
-                prior_c, prior_u, partition_size, link, filter_, seed, convergence, dtype,
-                device, groups, reference_group))
+            normalize_ids=normalize_ids, drop_empty=drop_empty, grouping=grouping,
+            binary_only=_binary_only(prior_c, prior_u, partition_size, link, filter_, seed,
+                                     convergence, dtype, device))
 
     if _is_ordinal(model, rating_range):
         return ordinal(model.lower())
@@ -223,9 +228,8 @@ def _calibrate_dims(opts: dict) -> None:
         max_iter=o["max_iter"], tol=o["tol"], rotate=o["rotate"], summary=o["summary"],
         name=o["name"], freq_column=o["freq_column"], normalize_ids=o["normalize_ids"],
         drop_empty=o["drop_empty"], seed=o["seed"], quiet=o["quiet"], scores=o["scores"],
-        se=o["se"],
+        se=o["se"], fmt=o["fmt"],
         unsupported={"--rating-range": o["rating_range"] is not None,
-                     "--format mirt": o["fmt"] != "ours",
                      **_binary_only(o["prior_c"], o["prior_u"], o["partition_size"], o["link"],
                                     o["filter_"], None, o["convergence"], o["dtype"],
                                     o["device"], o["groups"], o["reference_group"])})
@@ -350,15 +354,7 @@ def _report(res, rm, link: str, responses=None) -> None:
     if res.model == "rasch":
         console.print(f"latent variance {res.latent_variance:.4f}; bank written on the N(0, 1) "
                       f"scale as the equivalent 1PL (common slope {res.bank.a[0]:.4f})")
-    if res.groups is not None:
-        for g in res.groups["groups"]:
-            ref = " (reference)" if g["group"] == res.groups["reference"] else ""
-            se = "" if g.get("mean_se") is None else \
-                f" (SE {g['mean_se']:.3f}), SD {g['sd']:.3f} (SE {g['sd_se']:.3f}), variance " \
-                f"{g['var']:.3f} (SE {g['var_se']:.3f})"
-            console.print(f"group {g['group']}{ref}: {g['n_observations']:g} subjects, latent mean "
-                          f"{g['mean']:.3f}" + (se or f", SD {g['sd']:.3f}"), markup=False,
-                          highlight=False)
+    print_groups(res)
     if res.linking:
         As = np.array([lk["A"] for lk in res.linking])
         console.print(f"{len(res.linking)} partitions linked by {link}: A in "

@@ -200,7 +200,7 @@ def register(app: typer.Typer) -> None:
                 gpcm_slope=None if gpcm_slope is None else gpcm_slope.lower(),
                 items=not no_items,
                 binary_only={"--partition-size": partition_size is not None,
-                             "--person-fit": person, "--q3": q3, "--groups": bool(groups)})
+                             "--person-fit": person, "--q3": q3}, grouping=(groups, summary))
         else:
             report = _binary_fit(responses, bank, freq_column=freq_column,
                                  normalize_ids=normalize_ids, extra_items=extra_items,

@@ -39,8 +39,6 @@ def register(app: typer.Typer) -> None:
         difficulty, low upper asymptote, and (with RESPONSES) poor S-X2 fit; the information
         share shows how much weight an item gets in theta, versus 1/n in raw accuracy.
         """
-        import pandas as pd
-
         from ..studies.item_quality import FLAGS, item_quality
         from ..catalogue import BankRef
         from ..bankdir.predict import read_answers
@@ -72,22 +70,33 @@ def register(app: typer.Typer) -> None:
                                       ].to_dict(orient="records")}
             console.print_json(json.dumps(json_safe(out)))
             return
-        console.print(f"[bold]{len(q)} items[/], {len(flagged)} flagged: "
-                      + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
-        shown = q if show_all else flagged.sort_values(["n_issues", "info_share"],
-                                                       ascending=[False, True])
-        cols = [c for c in _SHOWN + ["weight_ratio"] if c in q.columns]
-        if "p_S_X2" in q.columns:
-            cols += ["S_X2", "p_S_X2"]
-        cols.append("issues")
-        print_frame(pd.DataFrame(shown[cols]), title="item quality")
-        clean = q[q["n_issues"] == 0]
-        if len(flagged) and len(clean):
-            console.print(f"median weight ratio (information share x n): flagged "
-                          f"{flagged['weight_ratio'].median():.3f}, others "
-                          f"{clean['weight_ratio'].median():.3f}")
-        if output is not None:
-            console.print(f"wrote {output}")
+        _print_report(q, flagged, counts, show_all, output)
+
+
+def _print_report(q, flagged, counts: dict, show_all: bool, output) -> None:
+    """The counts line, the flagged (or, with --all, every) item's row, the weight ratios."""
+    import pandas as pd
+
+    console.print(f"[bold]{len(q)} items[/], {len(flagged)} flagged: "
+                  + ", ".join(f"{k} {v}" for k, v in counts.items() if v) if len(flagged)
+                  else f"[bold]{len(q)} items[/], none flagged"
+                  + ("" if show_all else " (--all lists them)"))
+    if not (len(flagged) or show_all):   # no empty table
+        return console.print(f"wrote {output}") if output is not None else None
+    shown = q if show_all else flagged.sort_values(["n_issues", "info_share"],
+                                                   ascending=[False, True])
+    cols = [c for c in _SHOWN + ["weight_ratio"] if c in q.columns]
+    if "p_S_X2" in q.columns:
+        cols += ["S_X2", "p_S_X2"]
+    cols.append("issues")
+    print_frame(pd.DataFrame(shown[cols]), title="item quality")
+    clean = q[q["n_issues"] == 0]
+    if len(flagged) and len(clean):
+        console.print(f"median weight ratio (information share x n): flagged "
+                      f"{flagged['weight_ratio'].median():.3f}, others "
+                      f"{clean['weight_ratio'].median():.3f}")
+    if output is not None:
+        console.print(f"wrote {output}")
 
 
 #: the columns shown of a binary bank's report (a, b, c, u) or an ordinal one's (model,

@@ -157,8 +157,8 @@ def _other_bank(o: dict) -> bool:
 
     binary_only = {"--reconstruct": o["reconstruct"] != "none", "--device": o["device"] != "cpu",
                    "--form": bool(o["form"]), "--calibration": o["calibration"] is not None,
-                   "--lambda": o["lam"] is not None, "--groups": o["groups"] is not None,
-                   "--summary": o["summary"] is not None}
+                   "--lambda": o["lam"] is not None}
+    grouped = {"--groups": o["groups"] is not None, "--summary": o["summary"] is not None}
     if is_poly_bank_file(o["bank"]):
         from ._calibrate_ordinal import score_ordinal_cmd
 
@@ -168,8 +168,11 @@ def _other_bank(o: dict) -> bool:
                           freq_column=o["freq_column"], prior_mean=o["prior_mean"],
                           prior_sd=o["prior_sd"], quadpts=o["quadpts"],
                           extra_items=o["extra_items"], normalize_ids=o["normalize_ids"],
-                          binary_only=binary_only)
+                          binary_only=binary_only, grouping=_grouping(
+                              o["groups"], o["summary"], o["method"].lower(), o["prior_mean"],
+                              o["prior_sd"], None))
         return True
+    binary_only.update(grouped)
     from ._score_dims import is_multidim_bank, score_dims_cmd
 
     if not is_multidim_bank(o["bank"]):

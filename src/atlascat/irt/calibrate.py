@@ -305,7 +305,7 @@ class Calibrator:
         prior_a = parse_prior(None if pa in (None, "none", "auto") else pa, "a")
         return model, prior_a, None, None
 
-    def _fit_ordinal(self, responses, weights, se_callback=None):
+    def _fit_ordinal(self, responses, weights, se_callback=None, grouping=(None, None)):
         from .polycal import calibrate_ordinal
 
         model, prior_a, _, _ = self.check_settings()
@@ -315,7 +315,8 @@ class Calibrator:
                                 tol=float(self.tol), accelerate=self.accelerate,
                                 max_newton=self.max_newton, callback=self.callback,
                                 start=self.start, se=self.se, se_callback=se_callback,
-                                check_dimensions=self.check_dimensions)
+                                check_dimensions=self.check_dimensions, groups=grouping[0],
+                                reference_group=grouping[1])
         self.result_, self.bank_, self.loglik_ = res, res.bank, res.loglik
         self.loglik_trace_, self.n_iter_, self.converged_ = res.loglik_trace, res.n_iter, \
             res.converged
@@ -333,19 +334,18 @@ class Calibrator:
         ``groups``: each subject's group (a mapping subject id -> group, or one label per
         subject in their order) for a multiple-group calibration (:mod:`atlascat.irt.groups`:
         shared items, the ``reference_group``'s trait N(0, 1), every other group's mean and SD
-        estimated; ``result_.groups``); binary models, joint calibration (with ``se=True`` the
-        groups' means and variances get standard errors too, :mod:`atlascat.irt.groupse`)."""
+        estimated; ``result_.groups``); the binary models (joint calibration) and graded /
+        gpcm (with ``se=True`` the groups' means and variances get standard errors too,
+        :mod:`atlascat.irt.groupse`)."""
         from .._blas import small_products
         from .._heap import retained_heap
 
         # the EM's temporaries reuse freed memory (atlascat._heap); its products are small
         # for BLAS threads except a large joint E-step's (atlascat._blas)
-        if groups is not None and str(self.model).lower() in ORDINAL:
-            raise ConfigError("groups are for the binary models (rasch, 1pl-4pl)")
         if groups is None and reference_group is not None:
             raise ConfigError("reference_group needs groups (each subject's group)")
         if str(self.model).lower() in ORDINAL:
-            return self._fit_ordinal(responses, weights, se_callback)
+            return self._fit_ordinal(responses, weights, se_callback, (groups, reference_group))
         with retained_heap(), small_products():
             return self._fit(responses, weights, se_callback, (groups, reference_group))
 
@@ -678,6 +678,11 @@ def calibrate(responses, model: str = AUTO, **settings) -> CalibrationResult:
     ``subject_ids``; mirt's ``fscores``, as :func:`~atlascat.irt.ability.estimate_ability` on the
     bank: 121 nodes, whatever ``quadpts`` the fit took), AIC / BIC, standard errors with ``se=True`` and what filtering dropped.
     """
+    dims = next((k for k in ("dims", "n_dims") if k in settings), None)
+    if dims is not None:   # mirt's mirt(data, K): said where it is, not a TypeError
+        raise ConfigError(f"{dims}={settings[dims]!r}: calibrate fits one latent trait; the "
+                          "exploratory K-dimensional 2PL is atlascat.irt.multidimcal."
+                          "calibrate_multidim(responses, K)")
     weights = settings.pop("weights", None)
     groups = settings.pop("groups", None)
     reference = settings.pop("reference_group", None)

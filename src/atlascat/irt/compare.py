@@ -94,7 +94,8 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
 
     ``results``: :class:`atlascat.irt.result.CalibrationResult` (or fitted ``Calibrator``), or
     :class:`atlascat.irt.multidimcal.MultidimCalibration` (K-dimensional 2PL), of nested models fitted to the same responses, in any order (sorted by their number of
-    parameters). ``names`` label the rows (default: each result's model). ``test=False``:
+    parameters). ``names`` label the rows (default: each result's model, as ``atlas anova``'s:
+    "2pl", a K-dimensional fit "2pl-Kd", a multiple-group one "2pl-groups"). ``test=False``:
     the criteria only (X2, df, p left empty), for models that are not nested (graded and gpcm).
     A fit with priors is a posterior mode, not a maximum-likelihood fit: then, as mirt's
     ``anova``, the columns are AIC, SABIC, HQ, BIC, logLik, logPost (log-likelihood + log
@@ -109,7 +110,7 @@ def anova(*results, names=None, test: bool = True) -> pd.DataFrame:
         if not callable(getattr(r, "information_criteria", None)):
             raise ConfigError(f"anova's argument {i + 1} is a {type(r).__name__}, not a "
                               "calibration result; pass the results of atlascat.calibrate")
-    names = [r.model for r in results] if names is None else [str(v) for v in names]
+    names = [_row_name(r) for r in results] if names is None else [str(v) for v in names]
     if len(names) != len(results):
         raise ConfigError(f"{len(names)} names for {len(results)} results")
     rows = []
@@ -172,6 +173,14 @@ def _log_posterior(result) -> float:
     for a fit without priors)."""
     value = getattr(result, "log_posterior", None) if _has_priors(result) else None
     return float(result.loglik if value is None else value)
+
+
+def _row_name(fit) -> str:
+    """A result's default row name: its model, "-Kd" for K >= 2 dimensions, "-groups" for a
+    multiple-group fit (``atlas anova``'s rows)."""
+    k = getattr(fit, "n_dims", 1)
+    return (f"{fit.model}{f'-{k}d' if k > 1 else ''}"
+            f"{'-groups' if _group_labels(fit) is not None else ''}")
 
 
 def _label(name: str, fit) -> str:

@@ -142,10 +142,13 @@ def score_by_prior(responses, bank, method: str, prior_mean, prior_sd, *, subjec
     method = str(method).lower()
     if method not in ("eap", "map"):
         raise ConfigError(f"a prior per subject is for EAP and MAP; {method!r} uses none")
-    responses = as_labelled_responses(responses)
+    ratings = _ratings_frame(responses, bank)
+    responses = responses if ratings else as_labelled_responses(responses)
     labelled = isinstance(responses, ResponseMatrix)
     if labelled and subject_ids is None:
         subject_ids = responses.subject_ids
+    if ratings and subject_ids is None:
+        subject_ids = np.array([str(i) for i in responses.index], dtype=object)
     n = responses.n_subjects if labelled else len(responses)
     if subject_ids is None:
         subject_ids = np.arange(n)
@@ -153,6 +156,7 @@ def score_by_prior(responses, bank, method: str, prior_mean, prior_sd, *, subjec
     for k, (m, s, rows) in enumerate(_distinct_priors(prior_mean, prior_sd, n)):
         part = ResponseMatrix(responses.values[rows], responses.subject_ids[rows],
                               responses.item_ids, on_empty="keep") if labelled else \
+            responses.iloc[rows] if ratings else \
             np.asarray(responses, dtype=float)[rows]     # a group may skip some items
         parts.append(estimate_ability(part, bank, method, prior_mean=m, prior_sd=s,
                                       extra_items=extra_items if k == 0 else "ignore",
@@ -162,6 +166,14 @@ def score_by_prior(responses, bank, method: str, prior_mean, prior_sd, *, subjec
     out = out.iloc[np.argsort(np.concatenate(order), kind="stable")].reset_index(drop=True)
     out.attrs["method"] = method
     return out
+
+
+def _ratings_frame(responses, bank) -> bool:
+    """Whether ``responses`` are ratings in a labelled DataFrame scored on an ordinal bank
+    (:class:`atlascat.irt.polybank.PolyBank`: rows sliced as a frame, not read as 0/1)."""
+    from .polybank import PolyBank
+
+    return isinstance(bank, PolyBank) and isinstance(responses, pd.DataFrame)
 
 
 def score_groups(responses, bank, groups, priors, method: str = "eap", *, subject_ids=None,
@@ -174,8 +186,12 @@ def score_groups(responses, bank, groups, priors, method: str = "eap", *, subjec
     from ..responses import ResponseMatrix, as_labelled_responses
 
     table = group_priors(priors)
-    responses = as_labelled_responses(responses)
-    ids = responses.subject_ids if isinstance(responses, ResponseMatrix) else subject_ids
+    if _ratings_frame(responses, bank):     # ratings on an ordinal bank: the frame's index
+        ids = subject_ids if subject_ids is not None else \
+            np.array([str(i) for i in responses.index], dtype=object)
+    else:
+        responses = as_labelled_responses(responses)
+        ids = responses.subject_ids if isinstance(responses, ResponseMatrix) else subject_ids
     if ids is None:
         raise ConfigError("score_groups matches subjects to groups by id: give labelled "
                           "responses (a ResponseMatrix or DataFrame) or subject_ids")

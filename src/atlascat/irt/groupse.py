@@ -23,9 +23,9 @@ import pandas as pd
 from ..errors import ConfigError
 from .information import BINARY_NAMES, binary_dlog_prob, binary_log_prob, category_indices, \
     observed_information
-from .se import StandardErrors, binary_parts
+from .se import StandardErrors, binary_parts, ordinal_parts
 
-__all__ = ["GroupStandardErrors", "group_standard_errors"]
+__all__ = ["GroupStandardErrors", "group_standard_errors", "ordinal_group_standard_errors"]
 
 
 def _latent_vector(means, variances, rasch: bool) -> np.ndarray:
@@ -101,14 +101,46 @@ def group_standard_errors(values, weights, fit: dict, item_model, group_index, l
     ``th``, ``nodes``, ``group_means``, ``group_vars``) on the data it was fitted to;
     ``group_index`` each subject's group (0 = the reference), ``labels`` the groups';
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
+    params, free, log_prior = binary_parts(fit["th"], item_model)
+    rasch = item_model.model == "rasch"
+    info, means, variances = _information(
+        binary_log_prob, binary_dlog_prob, params, free, category_indices(values), weights,
+        fit, group_index, rasch, log_prior, progress)
+    return GroupStandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
+                               float(variances[0]) if rasch else None, log_prior is not None,
+                               group_labels=tuple(labels), group_means=means,
+                               group_vars=variances)
+
+
+def ordinal_group_standard_errors(codes, weights, fit: dict, models, group_index, labels, *,
+                                  item_ids, model: str, prior_a=None,
+                                  progress=None) -> GroupStandardErrors:
+    """Standard errors of a multiple-group graded / GPCM fit (:func:`atlascat.irt.polyfit.
+    fit_ordinal` with groups: its ``params``, ``nodes``, ``group_means``, ``group_vars``) on
+    the categories ``codes`` it was fitted to (NaN missing), as
+    :func:`atlascat.irt.se.ordinal_standard_errors` with the groups' means and variances."""
+    from . import polytomous as poly
+
+    params, free, y, names, log_prior = ordinal_parts(codes, fit["params"], prior_a)
+    info, means, variances = _information(
+        lambda p, x: poly.log_prob(models, p, x), lambda p, x: poly.dlog_prob(models, p, x),
+        params, free, y, weights, fit, group_index, False, log_prior, progress)
+    return GroupStandardErrors(np.asarray(item_ids), names, params, free, info, model, None,
+                               log_prior is not None, np.asarray(models, dtype=object),
+                               group_labels=tuple(labels), group_means=means,
+                               group_vars=variances)
+
+
+def _information(log_prob, dlog_prob, params, free, y, weights, fit, group_index, rasch,
+                 log_prior, progress):
+    """(observed information, means, variances): the items' and the groups' latent
+    parameters, each subject under its group's grid weights."""
     from .estep import grid_log_weights
 
-    params, free, log_prior = binary_parts(fit["th"], item_model)
     nodes = np.asarray(fit["nodes"], dtype=float)
     means = np.asarray(fit["group_means"], dtype=float)
     variances = np.asarray(fit["group_vars"], dtype=float)
     G = len(means)
-    rasch = item_model.model == "rasch"
     phi = _latent_vector(means, variances, rasch)
 
     def log_weights(p):
@@ -117,11 +149,7 @@ def group_standard_errors(values, weights, fit: dict, item_model, group_index, l
         return np.stack([grid_log_weights(nodes - m, v) for m, v in zip(mu, var)])
 
     info = observed_information(
-        binary_log_prob, params, free, category_indices(values), weights, nodes,
-        log_weights(phi), dlog_prob=binary_dlog_prob, log_prior=log_prior,
-        latent_log_weights=log_weights, latent_params=phi,
+        log_prob, params, free, y, weights, nodes, log_weights(phi), dlog_prob=dlog_prob,
+        log_prior=log_prior, latent_log_weights=log_weights, latent_params=phi,
         groups=group_index, progress=progress)
-    return GroupStandardErrors(np.asarray(item_ids), BINARY_NAMES, params, free, info, model,
-                               float(variances[0]) if rasch else None, log_prior is not None,
-                               group_labels=tuple(labels), group_means=means,
-                               group_vars=variances)
+    return info, means, variances

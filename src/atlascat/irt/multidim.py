@@ -202,25 +202,11 @@ class MultidimBank:
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame) -> "MultidimBank":
-        cols = [str(c) for c in df.columns]
-        df = df.copy()
-        df.columns = cols
-        id_col = next((c for c in ("item_id", "X", "item", "id") if c in cols), None)
-        if id_col is None:
-            raise BankError(f"no item id column among {cols[:10]}; name it 'item_id'")
-        a_cols = sorted((c for c in cols if c[:1] == "a" and c[1:].isdigit()), key=lambda c: int(c[1:]))
-        if not a_cols or "d" not in cols:
-            raise BankError(f"a multidimensional bank needs columns a1..aK and d; got {cols[:12]}")
-        if [int(c[1:]) for c in a_cols] != list(range(1, len(a_cols) + 1)):
-            raise BankError(f"loading columns must be a1..aK without gaps; got {a_cols}")
-        try:
-            a = df[a_cols].apply(pd.to_numeric, errors="raise").to_numpy(float)
-            d = pd.to_numeric(df["d"], errors="raise").to_numpy(float)
-        except (ValueError, TypeError) as exc:
-            raise BankError(f"non-numeric loading or intercept: {exc}") from exc
-        extra = [c for c in cols if c not in {id_col, "d", *a_cols}]
-        meta = df[extra].reset_index(drop=True) if extra else None
-        return cls(df[id_col].astype(str).to_numpy(), a, d, metadata=meta)
+        """ATLAS's item_id, a1..aK, d or mirt's coef table (:func:`.multidimframe.bank_columns`)."""
+        from .multidimframe import bank_columns
+
+        ids, a, d, meta = bank_columns(df)
+        return cls(ids, a, d, metadata=meta)
 
     @staticmethod
     def is_multidim_file(path) -> bool:
@@ -235,7 +221,7 @@ class MultidimBank:
         path = Path(path)
         if not path.exists():
             raise BankError(f"bank file {str(path)!r} does not exist")
-        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, dtype={"item_id": str})
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, dtype={"item_id": str, "X": str, "Unnamed: 0": str})
         if len(df) == 0:
             raise BankError(f"bank file {str(path)!r} has no item rows")
         return cls.from_frame(df)

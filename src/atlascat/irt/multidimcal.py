@@ -60,6 +60,7 @@ class MultidimCalibration:
     settings: dict = field(default_factory=dict)
     model: str = "2pl"
     log_posterior: float | None = None   # loglik + log prior (loglik without priors)
+    dropped_items: list = field(default_factory=list)   # answered alike by all: left out
     se: object | None = None   # se=True: MultidimStandardErrors (atlascat.irt.multidimse)
 
     @property
@@ -71,6 +72,38 @@ class MultidimCalibration:
         from .compare import information_criteria
 
         return information_criteria(self.loglik, self.n_parameters, self.n_observations)
+
+    @property
+    def aic(self) -> float:
+        """AIC = -2 l + 2 k (as :attr:`atlascat.CalibrationResult.aic`)."""
+        return self.information_criteria()["aic"]
+
+    @property
+    def bic(self) -> float:
+        """BIC = -2 l + k ln N, N the subjects (pattern frequencies summed)."""
+        return self.information_criteria()["bic"]
+
+    @property
+    def sabic(self) -> float:
+        """Sample-size adjusted BIC = -2 l + k ln((N + 2) / 24)."""
+        return self.information_criteria()["sabic"]
+
+    @property
+    def hq(self) -> float:
+        """Hannan-Quinn criterion = -2 l + 2 k ln ln N."""
+        return self.information_criteria()["hq"]
+
+    def to_frame(self, format: str | None = None):
+        """The item table, one row per item (as :meth:`atlascat.CalibrationResult.to_frame`):
+        "ours" (the default) ``item_id, a1..aK, d``, the bank file; "mirt" mirt's ``coef(mod,
+        simplify = TRUE)$items``, ``X, a1..aK, d, g, u`` (both on the bank's varimax axes)."""
+        if format in (None, "ours"):
+            return self.bank.to_frame()
+        if format == "mirt":
+            from .multidimframe import mirt_frame
+
+            return mirt_frame(self.bank)
+        raise ConfigError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")
 
     def factor_loadings(self, rotate: str = "oblimin", **kwargs):
         """mirt's ``summary(mod, rotate=...)``: rotated standardized loadings, communalities
@@ -93,7 +126,8 @@ class MultidimCalibration:
                "log_posterior": self.log_posterior,
                "n_iter": int(self.n_iter), "converged": bool(self.converged),
                "seconds": round(float(self.seconds), 3),
-               **{k: v for k, v in crit.items() if k != "loglik"}, "settings": self.settings}
+               **{k: v for k, v in crit.items() if k != "loglik"},
+               "dropped_items": list(self.dropped_items), "settings": self.settings}
         if rotate is not None:
             out["factor_loadings"] = self.factor_loadings(rotate).to_dict()
         return out
@@ -125,6 +159,7 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                           f"atlascat.calibrate's), got {n_dims!r}")
     y, sids, item_ids, w = _as_arrays(responses)
     _check_binary(y)
+    y, item_ids, dropped, responses = _without_constant_items(y, sids, item_ids, w, responses)
     _check_degrees_of_freedom(y.shape[1], int(n_dims))
     method = "em" if n_dims <= EM_MAX_DIMS else "mhrm"
     if se and method != "em":
@@ -145,7 +180,7 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
                 "prior_d": _prior(prior_d_sd),
                 "quadpts": (quadpts or {2: 31, 3: 15}[n_dims]) if method == "em" else None,
                 "tol": model.tol if method == "em" else model.mhrm_tol,
-                "max_iter": max_iter, "loglik": "grid" if method == "em" else
+                "max_iter": max_iter or (500 if method == "em" else 2000), "loglik": "grid" if method == "em" else
                 f"quasi-Monte Carlo, {LOGLIK_DRAWS} points",
                 "data_fingerprint": _fingerprint(y, w, item_ids)}
     n = float(y.shape[0] if w is None else np.sum(w))
@@ -164,7 +199,32 @@ def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRI
     return MultidimCalibration(
         bank, float(loglik), int(model.n_parameters_), n, int(model.n_iter_),
         bool(model.converged_), time.perf_counter() - start, np.asarray(sids), settings,
-        log_posterior=float(loglik) + log_prior, se=errors)   # no priors: the log-likelihood, as the 1-D fit
+        log_posterior=float(loglik) + log_prior,   # no priors: the log-likelihood, as the 1-D fit
+        dropped_items=dropped, se=errors)
+
+
+def _without_constant_items(y, sids, item_ids, w, responses):
+    """``(y, item_ids, dropped, responses)`` without the items every subject who saw them
+    answered alike (or nobody saw): left out with the 1-D fit's warning (mirt refuses them: "only
+    one response category"); their intercepts would run to the prior's bound or to infinity."""
+    from ..errors import warn_user
+
+    lo, hi = np.fmin.reduce(y, axis=0), np.fmax.reduce(y, axis=0)
+    constant = ~(lo < hi)
+    if not constant.any():
+        return y, item_ids, [], responses
+    dropped = [str(i) for i in item_ids[constant]]
+    warn_user(f"{len(dropped)} item(s) have the same response from every subject who saw them "
+              f"(their MLE is at infinity) and were left out: {dropped[:10]}")
+    from ..responses import ResponseMatrix
+
+    keep = ~constant
+    y, item_ids = y[:, keep], item_ids[keep]
+    if y.shape[1] == 0:
+        from ..errors import ResponseDataError
+
+        raise ResponseDataError("no item with variation in its responses is left to calibrate")
+    return y, item_ids, dropped, ResponseMatrix(y, sids, item_ids, weights=w, on_empty="keep")
 
 
 def _check_degrees_of_freedom(n_items: int, n_dims: int) -> None:

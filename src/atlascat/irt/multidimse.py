@@ -279,13 +279,14 @@ def multidim_standard_errors(bank, y, weights, nodes, log_weights, *, prior_a_sd
                                   prior_a_sd is not None or prior_d_sd is not None)
 
 
-def write_bank_with_se(bank, se: MultidimStandardErrors, path):
-    """Write ``bank`` (CSV or Parquet, as :meth:`MultidimBank.write`) with ``<p>_se`` beside each
-    of its parameters (``se.frame("bank")``); :meth:`MultidimBank.read` keeps them as metadata."""
+def write_bank_with_se(bank, se: MultidimStandardErrors, path, frame=None):
+    """Write ``bank`` (CSV or Parquet, as :meth:`MultidimBank.write`; ``frame``: the bank's table
+    to write, e.g. mirt's, instead of its own) with ``<p>_se`` beside each of its parameters
+    (``se.frame("bank")``); :meth:`MultidimBank.read` keeps them as metadata."""
     from pathlib import Path
 
     path = Path(path)
-    df = bank.to_frame()
+    df = bank.to_frame() if frame is None else frame.copy()
     errors = se.frame("bank")
     cols = []
     for c in df.columns:

@@ -206,12 +206,47 @@ def _as_ratings(responses, weights):
             np.arange(v.shape[1]).astype(str).astype(object), weights)
 
 
+def _grouping(groups, reference_group, subject_ids, pcm: bool):
+    """``groups`` as a dict subject id -> label (:func:`atlascat.irt.groups.group_mapping`),
+    None without; refused in one line for the partial credit model or a reference group
+    without groups."""
+    if groups is None:
+        if reference_group is not None:
+            raise ConfigError("reference_group needs groups (each subject's group)")
+        return None
+    if pcm:
+        raise ConfigError("groups: the graded and gpcm models (and the binary ones), not pcm "
+                          "(its reference variance is estimated); fit gpcm with groups")
+    from .grouplabels import group_mapping
+
+    return group_mapping(groups, subject_ids)
+
+
+def _group_fields(result, grouping, fit, weights, codes) -> None:
+    """A multiple-group fit's ``groups`` (:func:`atlascat.irt.groups.group_summary`), its
+    parameter count (each other group's mean and variance) and the subjects' EAPs as mirt's
+    ``fscores`` gives them, each under its group's prior on the bank's grid of 121 nodes."""
+    from .grouplabels import group_summary
+
+    k = result.information_criteria()["n_parameters"]
+    result.groups = group_summary(grouping, {**fit, "var": 1.0}, weights)
+    result.n_parameters = int(k) + 2 * (len(grouping.labels) - 1)
+    bank = result.bank
+    result.theta, result.theta_se = np.array(result.theta), np.array(result.theta_se)
+    for g, row in enumerate(result.groups["groups"]):
+        r = grouping.index == g
+        result.theta[r], result.theta_se[r] = eap_codes(
+            codes[r], bank.models, bank.params, SCORE_QUADPTS, prior_mean=row["mean"],
+            prior_sd=row["sd"])
+
+
 def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a=None,
                       value_range=None, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
                       max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
                       max_newton: int = 8, callback=None, start: PolyBank | None = None,
-                      se: bool = False, se_callback=None,
-                      on_empty: str = "error", check_dimensions: bool = True) -> CalibrationResult:
+                      se: bool = False, se_callback=None, on_empty: str = "error",
+                      check_dimensions: bool = True, groups=None,
+                      reference_group=None) -> CalibrationResult:
     """Calibrate ordinal items by MML-EM (:mod:`atlascat.irt.polyfit`).
 
     ``responses``: a ResponseMatrix, a labelled DataFrame, an array (NaN = missing) or a file
@@ -228,8 +263,11 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     every EM iteration (``iteration``, ``loglik``, ``max_change``), ``se_callback(done,
     total)`` as the standard errors' information columns are computed; ``on_empty``: "error"
     (default) refuses an item rated at one level or not at all, "drop" leaves it out, warned
-    and listed in ``dropped_items``. Returns a :class:`CalibrationResult` whose ``bank`` is a
-    :class:`PolyBank`.
+    and listed in ``dropped_items``; ``groups`` (with ``reference_group``): each subject's
+    group, a multiple-group fit of graded / gpcm items (:func:`~atlascat.irt.polyfit.
+    fit_ordinal`, as the binary models', :mod:`atlascat.irt.groups`: ``groups`` of the result,
+    the subjects' EAPs under their groups' priors). Returns a :class:`CalibrationResult`
+    whose ``bank`` is a :class:`PolyBank`.
     """
     from .._blas import small_products
 
@@ -245,6 +283,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     if pcm and prior_a is not None and prior_a not in ("none", "auto"):
         raise ConfigError("the partial credit model (pcm) has no slopes to put a prior on; "
                           "drop prior_a (--prior-a)")
+    grouping = _grouping(groups, reference_group, sids, pcm)
     keep_r = ~np.all(np.isnan(values), axis=1)
     values, sids = values[keep_r], sids[keep_r]
     w = None if w is None else np.asarray(w, float)[keep_r]
@@ -252,6 +291,10 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         raise ResponseDataError(f"calibration needs at least 2 subjects with a rating, got "
                                 f"{values.shape[0]}")
     pa = parse_prior(None if prior_a in (None, "none", "auto") else prior_a, "a")
+    if grouping is not None:
+        from .grouplabels import group_labels
+
+        grouping = group_labels(grouping, sids, reference_group)
     keep, dropped = _one_level_items(values, iids, on_empty)
     values, iids, models = values[:, keep], np.asarray(iids)[keep], models[keep]
     data = encode(values, iids, value_range, sids)
@@ -286,7 +329,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         fit = fit_ordinal(data, w, models, prior_a=pa, quadpts=quadpts, theta_range=theta_range,
                           max_iter=max_iter, tol=tol, accelerate=accelerate,
                           max_newton=max_newton, callback=callback, start=start_p,
-                          latent_variance=pcm)
+                          latent_variance=pcm,
+                          groups=None if grouping is None else grouping.index)
     var = fit["latent_variance"]
     sd = float(np.sqrt(var))
     fitted = fit["params"]
@@ -318,15 +362,20 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         dropped_items=dropped,
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
     # the subjects' scores as mirt's fscores and atlas score give them on the written bank
-    # (EAP, N(0, 1), 121 nodes on [-6, 6]); the fit's own grid (quadpts) is the EM's only
-    result.theta, result.theta_se = eap_codes(data.codes, bank.models, bank.params,
-                                              SCORE_QUADPTS)
+    # (EAP, N(0, 1), 121 nodes on [-6, 6]; each under its group's prior with groups); the
+    # fit's own grid (quadpts) is the EM's only
+    if grouping is None:
+        result.theta, result.theta_se = eap_codes(data.codes, bank.models, bank.params,
+                                                  SCORE_QUADPTS)
+    else:
+        _group_fields(result, grouping, fit, w, data.codes)
     from .dimensionality import record
     from .gsquare import g2
     from .quadrature import normal_quadrature
 
     quad = normal_quadrature(int(quadpts), theta_range)   # mirt's G2 on the pattern table
-    result.g2 = g2(data.codes, w, bank.log_prob(quad.nodes), quad.log_weights, data.n_cat,
+    result.g2 = None if grouping is not None else g2(   # one prior: not a grouped fit's
+        data.codes, w, bank.log_prob(quad.nodes), quad.log_weights, data.n_cat,
                    result.information_criteria()["n_parameters"])
     if check_dimensions:   # random answers or two traits (250 x 250 products: one BLAS thread)
         with small_products():
@@ -337,10 +386,19 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         from .se import ordinal_standard_errors
 
         quad = normal_quadrature(int(quadpts), theta_range)
-        result.se = ordinal_standard_errors(data.codes, w, fitted, models, item_ids=iids,
-                                            nodes=quad.nodes, log_weights=quad.log_weights,
-                                            model=name, prior_a=pa, progress=se_callback,
-                                            latent_variance=var if pcm else None)
+        if grouping is not None:
+            from .grouplabels import add_group_errors
+            from .groupse import ordinal_group_standard_errors
+
+            result.se = ordinal_group_standard_errors(
+                data.codes, w, fit, models, grouping.index, grouping.labels, item_ids=iids,
+                model=name, prior_a=pa, progress=se_callback)
+            add_group_errors(result.groups, result.se)
+        else:
+            result.se = ordinal_standard_errors(
+                data.codes, w, fitted, models, item_ids=iids, nodes=quad.nodes,
+                log_weights=quad.log_weights, model=name, prior_a=pa, progress=se_callback,
+                latent_variance=var if pcm else None)
         result.seconds = time.perf_counter() - t0
     return result
 

@@ -263,7 +263,7 @@ def mstep(items: _Items, params, r, x, max_newton: int = 8, max_halvings: int = 
 def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: int = QUADPTS,
                 theta_range=THETA_RANGE, max_iter: int = MAX_ITER, tol: float = TOL,
                 accelerate: bool = True, max_newton: int = 8, callback=None,
-                start=None, latent_variance: bool = False) -> dict:
+                start=None, latent_variance: bool = False, groups=None) -> dict:
     """Calibrate ordinal items by MML-EM (module docstring). ``models``: one per item.
 
     ``latent_variance``: the slopes stay at their start (1) and the trait is N(0, sigma^2),
@@ -271,9 +271,17 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     items (Masters, 1982); its M-step sets sigma^2 so that the grid's second moment is the
     posterior one (:func:`atlascat.irt.estep.rasch_variance`), a plain EM (no SQUAREM).
 
+    ``groups``: each subject's group 0..G-1 for a multiple-group fit (mirt's
+    ``multipleGroup``, :mod:`atlascat.irt.groups`): group 0's trait N(0, 1), every other
+    group's N(mu_g, sigma_g^2) with its grid weights in its subjects' E-step and, in the
+    M-step, the moments of their posterior mass on the nodes
+    (:func:`atlascat.irt.groups.posterior_moments`); SQUAREM's step for the groups' means and
+    log-variances one length for them all. Not with ``latent_variance``.
+
     Returns a dict: ``params`` (n_items, K_max), ``loglik``, ``log_posterior``, ``trace``,
     ``n_iter``, ``converged``, the subjects' EAP ``theta`` / ``theta_se`` (on the fitted
-    trait's scale), the ``nodes`` and ``latent_variance`` (1 unless estimated).
+    trait's scale, each under its group's prior), the ``nodes``, ``latent_variance`` (1
+    unless estimated) and, with ``groups``, ``group_means`` and ``group_vars`` (one per group).
     """
     from .estep import grid_log_weights, rasch_variance
 
@@ -292,13 +300,17 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     var, mass = [1.0], [None]     # the latent variance and the E-step's posterior mass per node
     if est_var:
         accelerate = False
+    lat = _Latent(groups, x, len(Y))
+    if lat.G > 1 and est_var:
+        raise ConfigError("a multiple-group fit estimates the other groups' means and "
+                          "variances, not the reference group's (latent_variance)")
 
-    def estep(params, stats=True):
+    def estep(params, gp, stats=True):
         lp = poly.log_prob(models, params, x)                            # (m, q, K)
         # absent categories (Y = 0 there) count 0; a present category keeps its -inf or NaN
         # (tied or disordered graded intercepts), so such params give a non-finite log L
         lp = np.where(free[:, None, :], lp, 0.0)
-        L = Y @ lp.transpose(0, 2, 1).reshape(m * kmax, nq) + log_w
+        L = Y @ lp.transpose(0, 2, 1).reshape(m * kmax, nq) + lat.row_log_weights(log_w, gp)
         mx = L.max(axis=1, keepdims=True)
         post = np.exp(L - mx)
         tot = post.sum(axis=1)
@@ -309,28 +321,30 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
             return ll, post
         wp = post if w is None else post * w[:, None]
         r = (wp.T @ Y).reshape(nq, m, kmax).transpose(1, 0, 2)           # (m, q, K)
-        mass[0] = wp.sum(axis=0)
+        mass[0] = wp.sum(axis=0) if lat.G == 1 else lat.masses(wp)
         return ll, r
 
     def log_prior(params):
         return float(np.sum(_prior_a(prior_a, params[:, 0])[0])) if prior_a is not None else 0.0
 
-    def em_map(params, at_least=None):
+    def em_map(params, gp, at_least=None):
         nonlocal log_w
-        ll, r = estep(params)
+        ll, r = estep(params, gp)
         obj = ll + log_prior(params)
         if at_least is not None and not (math.isfinite(obj) and obj >= at_least):
-            return None, obj
+            return None, gp, obj
         if est_var:
             var[0] = float(rasch_variance(x, mass[0]))
             log_w = grid_log_weights(x, var[0])
-        return mstep(items, params, r, x, max_newton), obj
+        gp_new = lat.mstep(mass[0]) if lat.G > 1 else gp
+        return mstep(items, params, r, x, max_newton), gp_new, obj
 
     def change(pa, pb):
         return float(np.max(np.abs(np.where(free, pb - pa, 0.0))))
 
     p = start_params(data, w, models) if start is None else np.array(start, float)
     p = np.where(free, p, 0.0)                                # NaN pads -> 0, never moved
+    g = np.zeros(2 * (lat.G - 1))            # the groups' (mean, log variance) but the first
     trace, n_iter, converged, step_max = [], 0, False, 1.0
 
     def record(obj, ch):
@@ -341,38 +355,43 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
 
     padded = lambda q: np.where(free, q, np.nan)  # noqa: E731
 
-    def em_step(q):
-        """One EM update of ``q``, counted and recorded: (new params, objective at q, change)."""
+    def em_step(q, gq):
+        """One EM update of ``q``, ``gq``, counted and recorded: (new params, new group
+        parameters, objective at q, change)."""
         nonlocal n_iter
         v0 = var[0]
-        q1, f = em_map(padded(q))
+        q1, g1, f = em_map(padded(q), gq)
         n_iter += 1
         q1 = np.where(free, q1, 0.0)
-        ch = max(change(q, q1), abs(var[0] - v0))
+        ch = max(change(q, q1), abs(var[0] - v0), _gap(gq, g1))
         record(f, ch)
-        return q1, f, ch
+        return q1, g1, f, ch
 
     while n_iter < max_iter:
-        p0 = p
-        p1, _, ch = em_step(p0)
-        p = p1
+        p0, g0 = p, g
+        p1, g1, _, ch = em_step(p0, g0)
+        p, g = p1, g1
         if ch < tol:
             converged = True
             break
         if not accelerate or n_iter >= max_iter:
             continue
-        p2, f1, ch = em_step(p1)
-        p = p2
+        p2, g2, f1, ch = em_step(p1, g1)
+        p, g = p2, g2
         if ch < tol:
             converged = True
             break
         if n_iter >= max_iter:
             break
-        # SQUAREM S3, one step length per item: r = p1 - p0, v = p2 - 2 p1 + p0,
-        # alpha_j = -|r_j| / |v_j| clipped to [-step_max, -1] (alpha = -1 gives p2 itself)
+        # SQUAREM S3, one step length per item (and one for the groups): r = p1 - p0,
+        # v = p2 - 2 p1 + p0, alpha_j = -|r_j| / |v_j| clipped to [-step_max, -1]
+        # (alpha = -1 gives p2 itself)
         r_ = p1 - p0
         v_ = p2 - 2.0 * p1 + p0
         rr_, vv_ = np.sum(r_ * r_, axis=1), np.sum(v_ * v_, axis=1)
+        if lat.G > 1:   # the groups' parameters: one more step length, the last
+            rg, vg = g1 - g0, g2 - 2.0 * g1 + g0
+            rr_, vv_ = np.append(rr_, rg @ rg), np.append(vv_, vg @ vg)
         with np.errstate(divide="ignore", invalid="ignore"):
             al = -np.sqrt(rr_ / vv_)
         al = np.where((vv_ > 0) & np.isfinite(al), al, -1.0)
@@ -382,19 +401,20 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
             if at_max:
                 step_max *= 4.0
             continue
-        pe = p0 - 2.0 * al[:, None] * r_ + (al * al)[:, None] * v_
+        pe = p0 - 2.0 * al[:m, None] * r_ + (al[:m] * al[:m])[:, None] * v_
         pe[:, 0] = np.clip(pe[:, 0], -A_BOUND, A_BOUND)
         pe[:, 1:] = np.clip(pe[:, 1:], -D_BOUND, D_BOUND)
         pe = np.where(free, pe, 0.0)
         # an item whose extrapolated graded intercepts are not strictly decreasing keeps p2
         pe = np.where(_ordered(models, padded(pe))[:, None], pe, p2)
-        p3, fe = em_map(padded(pe), at_least=f1)   # no M-step for a rejected extrapolation
+        ge = lat.clip(g0 - 2.0 * al[-1] * rg + al[-1] ** 2 * vg) if lat.G > 1 else g
+        p3, g3, fe = em_map(padded(pe), ge, at_least=f1)   # no M-step when rejected
         n_iter += 1
         if p3 is not None:
             p3 = np.where(free, p3, 0.0)
-            ch = change(pe, p3)
+            ch = max(change(pe, p3), _gap(ge, g3))
             record(fe, ch)
-            p = p3
+            p, g = p3, g3
             if at_max:
                 step_max *= 4.0
             if ch < tol:
@@ -403,14 +423,74 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
         elif at_max:
             step_max = max(1.0, step_max / 4.0)
     params = padded(p)
-    ll, post = estep(params, stats=False)
+    ll, post = estep(params, g, stats=False)
     if not math.isfinite(ll) or not np.all(np.isfinite(p)):
         raise ConvergenceError("ordinal calibration produced non-finite values; check the data")
     theta = post @ x
     se = np.sqrt(np.clip(post @ (x * x) - theta * theta, 0.0, None))
-    return {"params": params, "loglik": ll, "log_posterior": ll + log_prior(params),
-            "trace": np.asarray(trace), "n_iter": n_iter, "converged": converged,
-            "theta": theta, "theta_se": se, "nodes": x, "latent_variance": var[0]}
+    out = {"params": params, "loglik": ll, "log_posterior": ll + log_prior(params),
+           "trace": np.asarray(trace), "n_iter": n_iter, "converged": converged,
+           "theta": theta, "theta_se": se, "nodes": x, "latent_variance": var[0]}
+    if lat.G > 1:
+        out["group_means"], out["group_vars"] = lat.moments(g)
+    return out
+
+
+def _gap(ga, gb) -> float:
+    """Largest absolute change of the groups' parameters (0 without groups)."""
+    return float(np.max(np.abs(gb - ga))) if len(ga) else 0.0
+
+
+class _Latent:
+    """The groups of a multiple-group fit (one group without ``groups``): each subject's
+    group, its rows and the packed parameters, (mean, log variance) of groups 1..G-1."""
+
+    def __init__(self, groups, nodes, n: int):
+        self.nodes = nodes
+        self.index = None if groups is None else np.asarray(groups, dtype=np.intp)
+        self.G = 1 if self.index is None else int(self.index.max()) + 1
+        if self.index is not None and self.index.shape != (n,):
+            raise ConfigError(f"groups needs one group per subject ({n}), got "
+                              f"{self.index.shape}")
+        self.rows = [] if self.index is None else \
+            [np.flatnonzero(self.index == k) for k in range(self.G)]
+
+    def moments(self, gp):
+        """(means, variances) of every group (the first: 0, 1)."""
+        return (np.concatenate([[0.0], gp[0::2]]), np.concatenate([[1.0], np.exp(gp[1::2])]))
+
+    def row_log_weights(self, log_w, gp):
+        """The grid's log weights of each subject's prior: ``log_w`` for one group, else
+        (n, Q), group 0's ``log_w``."""
+        if self.G == 1:
+            return log_w
+        from .grouplabels import group_log_weights
+
+        means, variances = self.moments(gp)
+        lw = np.stack([log_w] + [group_log_weights(self.nodes, mu, v)
+                                 for mu, v in zip(means[1:], variances[1:])])
+        return lw[self.index]
+
+    def masses(self, wp) -> np.ndarray:
+        """(G, Q): each group's posterior mass on the nodes."""
+        return np.stack([wp[r].sum(axis=0) for r in self.rows])
+
+    def mstep(self, masses) -> np.ndarray:
+        from .grouplabels import posterior_moments
+
+        out = np.empty(2 * (self.G - 1))
+        for k in range(1, self.G):
+            out[2 * k - 2], v = posterior_moments(self.nodes, masses[k])
+            out[2 * k - 1] = math.log(v)
+        return out
+
+    def clip(self, gp) -> np.ndarray:
+        from .grouplabels import LOG_VAR_BOUNDS, MEAN_BOUND
+
+        out = gp.copy()
+        out[0::2] = np.clip(out[0::2], -MEAN_BOUND, MEAN_BOUND)
+        out[1::2] = np.clip(out[1::2], *LOG_VAR_BOUNDS)
+        return out
 
 
 def _ordered(models, params) -> np.ndarray:

@@ -145,8 +145,10 @@ class CalibrationResult:
         subjects = (f"n_subjects={n:g} ({n_rows} patterns)"
                     if n is not None and abs(float(n) - n_rows) > 1e-9 else f"n_subjects={n_rows}")
         se = ", se" if self.se is not None else ""
+        groups = (f", {len(self.groups['groups'])} groups (reference "
+                  f"{self.groups['reference']!r})" if self.groups else "")
         return (f"CalibrationResult(model={self.model!r}, n_items={len(self.bank)}, "
-                f"{subjects}, loglik={self.loglik:.4g}, "
+                f"{subjects}{groups}, loglik={self.loglik:.4g}, "
                 f"n_iter={self.n_iter} {state}{drop}{se}, {self.seconds:.2g} s)")
 
     def to_dict(self) -> dict:

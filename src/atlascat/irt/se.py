@@ -28,7 +28,7 @@ from .information import (BINARY_NAMES, ObservedInformation, binary_dlog_prob,
                           binary_log_prob, category_indices, observed_information)
 
 __all__ = ["StandardErrors", "binary_standard_errors", "binary_parts", "ordinal_standard_errors",
-           "FORMATS"]
+           "ordinal_parts", "FORMATS"]
 
 FORMATS = ("mirt", "ours")
 _OURS = ("a", "b", "c", "u")
@@ -211,6 +211,30 @@ def binary_parts(th, item_model):
     return params, free, log_prior
 
 
+def ordinal_parts(codes, params, prior_a, fixed_slopes: bool = False):
+    """(params, free, responses, names, log_prior) of an ordinal fit for
+    :func:`~atlascat.irt.information.observed_information`: ``params`` (n_items, K_max)
+    ``a1, d1..`` (NaN beyond an item's categories), the estimated ones (no slope with
+    ``fixed_slopes``, a partial credit fit), the categories (-1 missing), mirt's names and
+    the slopes' log prior (None without ``prior_a``)."""
+    from .itemmodel import prior_terms
+
+    params = np.asarray(params, dtype=float)
+    free = np.isfinite(params)
+    if fixed_slopes:
+        free[:, 0] = False
+    y = np.where(np.isnan(codes), -1, codes).astype(np.int64)
+    names = ("a1",) + tuple(f"d{k}" for k in range(1, params.shape[1]))
+    log_prior = None
+    if prior_a is not None:
+        def log_prior(p):
+            a = p[:, 0]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                t = np.log(a) if prior_a.internal == "log" else a
+            return prior_terms(prior_a, t, np)[0]
+    return params, free, y, names, log_prior
+
+
 def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, log_weights,
                             model: str, prior_a=None, progress=None,
                             latent_variance: float | None = None) -> StandardErrors:
@@ -224,22 +248,9 @@ def ordinal_standard_errors(codes, weights, params, models, *, item_ids, nodes, 
     ``progress(done, total)`` as :func:`~atlascat.irt.information.observed_information`'s."""
     from . import polytomous as poly
     from .estep import grid_log_weights
-    from .itemmodel import prior_terms
 
-    params = np.asarray(params, dtype=float)
-    free = np.isfinite(params)
-    if latent_variance is not None:
-        free[:, 0] = False
-    y = np.where(np.isnan(codes), -1, codes).astype(np.int64)
-    names = ("a1",) + tuple(f"d{k}" for k in range(1, params.shape[1]))
-    log_prior = None
-    if prior_a is not None:
-        def log_prior(p):
-            a = p[:, 0]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                t = np.log(a) if prior_a.internal == "log" else a
-            return prior_terms(prior_a, t, np)[0]
-
+    params, free, y, names, log_prior = ordinal_parts(codes, params, prior_a,
+                                                      latent_variance is not None)
     var = None if latent_variance is None else float(latent_variance)
     info = observed_information(lambda p, x: poly.log_prob(models, p, x), params, free, y,
                                 weights, nodes, log_weights, log_prior=log_prior,
