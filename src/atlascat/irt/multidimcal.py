@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
+from .criteria import CriteriaMixin
 
 __all__ = ["MultidimCalibration", "calibrate_multidim", "marginal_loglik", "PRIOR_A_SD",
            "PRIOR_D_SD"]
@@ -40,7 +41,7 @@ LOGLIK_DRAWS = 2**13
 
 
 @dataclass
-class MultidimCalibration:
+class MultidimCalibration(CriteriaMixin):
     """A K-dimensional exploratory 2PL fit (``model`` "2pl", ``n_dims`` K >= 2).
 
     bank : :class:`~atlascat.irt.multidim.MultidimBank` (varimax-rotated loadings a1..aK, d)
@@ -72,26 +73,6 @@ class MultidimCalibration:
         from .compare import information_criteria
 
         return information_criteria(self.loglik, self.n_parameters, self.n_observations)
-
-    @property
-    def aic(self) -> float:
-        """AIC = -2 l + 2 k (as :attr:`atlascat.CalibrationResult.aic`)."""
-        return self.information_criteria()["aic"]
-
-    @property
-    def bic(self) -> float:
-        """BIC = -2 l + k ln N, N the subjects (pattern frequencies summed)."""
-        return self.information_criteria()["bic"]
-
-    @property
-    def sabic(self) -> float:
-        """Sample-size adjusted BIC = -2 l + k ln((N + 2) / 24)."""
-        return self.information_criteria()["sabic"]
-
-    @property
-    def hq(self) -> float:
-        """Hannan-Quinn criterion = -2 l + 2 k ln ln N."""
-        return self.information_criteria()["hq"]
 
     def to_frame(self, format: str | None = None):
         """The item table, one row per item (as :meth:`atlascat.CalibrationResult.to_frame`):

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bank import ItemBank
+from .criteria import CriteriaMixin
 
 __all__ = ["CalibrationResult"]
 
 
 @dataclass
-class CalibrationResult:
+class CalibrationResult(CriteriaMixin):
     """What a calibration produced (the estimator's fitted attributes, as a plain object).
 
     ``bank`` (ItemBank, or PolyBank for graded / GPCM items), ``loglik`` (marginal
@@ -74,27 +75,6 @@ class CalibrationResult:
             return {}
         return {k: v for k, v in crit.items() if k != "loglik"}
 
-    @property
-    def aic(self) -> float:
-        """AIC = -2 l + 2 k (Akaike, 1974): l the log-likelihood, k the number of estimated
-        parameters (mirt's count, ``n_parameters``)."""
-        return self.information_criteria()["aic"]
-
-    @property
-    def bic(self) -> float:
-        """BIC = -2 l + k ln N (Schwarz, 1978), N the number of subjects (pattern
-        frequencies summed)."""
-        return self.information_criteria()["bic"]
-
-    @property
-    def sabic(self) -> float:
-        """Sample-size adjusted BIC = -2 l + k ln((N + 2) / 24) (Sclove, 1987)."""
-        return self.information_criteria()["sabic"]
-
-    @property
-    def hq(self) -> float:
-        """Hannan-Quinn criterion = -2 l + 2 k ln ln N (Hannan and Quinn, 1979)."""
-        return self.information_criteria()["hq"]
 
     def standard_errors(self, format: str = "mirt", scale: str | None = None):
         """The item parameters with their standard errors, ``item_id, <p>, <p>_se, ...``
