@@ -50,6 +50,8 @@ CASES = {
                    GROUPS / "groups.csv"),
     "graded-groups": (GROUPS / "ordinal_responses.csv", ["--model", "graded"], [],
                       GROUPS / "ordinal_groups.csv"),
+    "2d-patterns": (DATA / "mirt_scores" / "lsat7.csv", ["--dims", "2", "--max-iter", "50"],
+                    ["--freq-column", "freq"], None),
 }
 
 

@@ -1,6 +1,7 @@
 """The score table ``atlas score`` writes, and ``atlas calibrate --scores`` with it, column for
 column: subject_id, theta, se, n_items, then mean_score (0/1 answers) or mean_rating with the
-predicted mean rating score, score_lo, score_hi (an ordinal bank), flag [, group] [, freq]."""
+predicted mean rating score, score_lo, score_hi (an ordinal bank), flag [, group] [, freq]; a
+multidimensional bank's: subject_id, theta_1..K, se_1..K, n_items, mean_score [, freq]."""
 from __future__ import annotations
 
 
@@ -13,6 +14,19 @@ def with_mean_score(df, values, weights=None):
     obs = ~np.isnan(values)
     with np.errstate(invalid="ignore", divide="ignore"):
         df.insert(4, "mean_score", np.where(obs, values, 0.0).sum(1) / obs.sum(1))
+    if weights is not None:
+        df["freq"] = weights
+    return df
+
+
+def with_mean_score_last(df, values, weights=None):
+    """A multidimensional bank's table (subject_id, theta_1..K, se_1..K, n_items) with
+    ``mean_score`` (as :func:`with_mean_score`'s) and the pattern frequencies after it."""
+    import numpy as np
+
+    obs = ~np.isnan(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df["mean_score"] = np.where(obs, values, 0.0).sum(1) / obs.sum(1)
     if weights is not None:
         df["freq"] = weights
     return df
