@@ -77,3 +77,61 @@ def test_calibrate_scores_have_the_columns_of_atlas_score(tmp_path, case):
             np.testing.assert_allclose(got[col], want[col], atol=1e-7, rtol=1e-7, err_msg=col)
         else:
             assert list(got[col].astype(str)) == list(want[col].astype(str)), col
+
+
+# ------------------------------------------------------ 2. errors name the options, not keywords
+KEYWORDS = re.compile(r"(?<![\w-])(quadpts|tol|max_iter|partition_size|random_state|value_range"
+                      r"|n_dims|method=)(?![\w-])")
+LSAT7 = ["--freq-column", "freq"]
+BAD = [  # (command line after the data, the option its error must name)
+    (["calibrate", "--model", "2pl", "--quadpts", "0"], "--quadpts"),
+    (["calibrate", "--model", "2pl", "--quadpts", "99999"], "--quadpts"),
+    (["calibrate", "--model", "2pl", "--tol", "0"], "--tol"),
+    (["calibrate", "--model", "2pl", "--tol", "nan"], "--tol"),
+    (["calibrate", "--model", "2pl", "--max-iter", "0"], "--max-iter"),
+    (["calibrate", "--model", "2pl", "--partition-size", "-1"], "--partition-size"),
+    (["calibrate", "--model", "2pl", "--seed", "-1"], "--seed"),
+    (["calibrate", "--dims", "2", "--quadpts", "1"], "--quadpts"),
+    (["calibrate", "--dims", "2", "--quadpts", "99999"], "--quadpts"),  # was a MemoryError
+    (["calibrate", "--dims", "2", "--tol", "-1"], "--tol"),
+    (["calibrate", "--dims", "2", "--max-iter", "-1"], "--max-iter"),
+    (["anova", "--model", "2pl", "--model", "rasch", "--quadpts", "-1"], "--quadpts"),
+    (["score", "--quadpts", "0"], "--quadpts"),
+]
+
+
+def _bad(tmp_path, argv):
+    data = str(DATA / "mirt_scores" / "lsat7.csv")
+    if argv[0] == "score":
+        return [argv[0], data, *LSAT7, "--bank", str(DATA / "mirt_scores" / "lsat7_2pl_items.csv"),
+                *argv[1:], "-o", str(tmp_path / "s.csv")]
+    out = [] if argv[0] == "anova" else ["-o", str(tmp_path / "b.csv"), "--quiet"]
+    return [argv[0], data, *LSAT7, *argv[1:], *out]
+
+
+def _one_line_error(capsys, argv, option):
+    from atlascat.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), (code, err)
+    assert option in err and not KEYWORDS.search(err), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv,option", BAD, ids=[" ".join(a[-3:]) for a, _ in BAD])
+def test_a_bad_number_is_one_line_naming_the_option(tmp_path, capsys, argv, option):
+    _one_line_error(capsys, _bad(tmp_path, argv), option)
+
+
+@pytest.mark.parametrize("extra,option", [
+    (["--quadpts", "0"], "--quadpts"), (["--tol", "0"], "--tol"),
+    (["--max-iter", "-1"], "--max-iter"), (["--rating-range", "nan", "3"], "--rating-range")])
+def test_a_bad_number_of_an_ordinal_or_grouped_fit_names_the_option(tmp_path, capsys, extra,
+                                                                    option):
+    _one_line_error(capsys, ["calibrate", str(DATA / "mirt_poly" / "science.csv"), "--model",
+                             "graded", *extra, "-o", str(tmp_path / "b.csv"), "--quiet"], option)
+    if option != "--rating-range":
+        _one_line_error(capsys, ["calibrate", str(GROUPS / "responses.csv"), "--groups",
+                                 str(GROUPS / "groups.csv"), "--model", "2pl", *extra, "-o",
+                                 str(tmp_path / "b.csv"), "--quiet"], option)

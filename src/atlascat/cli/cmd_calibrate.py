@@ -205,8 +205,10 @@ def _checked_options(o: dict):
     (with --dims only), -o, --summary and --scores (none of them an input or another); returns
     --name checked (None when not given)."""
     from ..errors import ConfigError
+    from ._common import check_seed
 
     _check_choices(o["fmt"], o["convergence"])
+    check_seed(o["seed"])
     if o["dims"] is None and o["rotate"] != "oblimin":
         raise ConfigError("--rotate rotates the factors of a multidimensional fit: give --dims K")
     responses, output, summary = o["responses"], o["output"], o["summary"]
