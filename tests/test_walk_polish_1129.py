@@ -135,3 +135,12 @@ def test_a_bad_number_of_an_ordinal_or_grouped_fit_names_the_option(tmp_path, ca
         _one_line_error(capsys, ["calibrate", str(GROUPS / "responses.csv"), "--groups",
                                  str(GROUPS / "groups.csv"), "--model", "2pl", *extra, "-o",
                                  str(tmp_path / "b.csv"), "--quiet"], option)
+
+
+def test_a_path_or_an_id_that_spells_a_keyword_is_left_as_it_is(tmp_path, capsys):
+    from atlascat.cli import main
+
+    missing = tmp_path / "tol" / "max_iter.csv"
+    assert main(["calibrate", str(missing), "-o", str(tmp_path / "b.csv")]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err.replace("\n", ""), err

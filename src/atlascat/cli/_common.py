@@ -213,7 +213,7 @@ def option_names(text: str) -> str:
     for word, option in {**KEYWORD_OPTIONS, **SETTING_OPTIONS}.items():
         text = re.sub(rf"(?<![\w-]){word}=(['\"]?)([\w.+-]+)\1", rf"{option} \2", text)
         if word in KEYWORD_OPTIONS:
-            text = re.sub(rf"(?<![\w-]){word}(?![\w=(-])", option, text)
+            text = re.sub(rf"(?<![\w\-/.\\'\"]){word}(?![\w=(\-/'\"]|\.\w)", option, text)
     return text
 
 
