@@ -170,6 +170,7 @@ def test_cli_calibrate_dims_writes_scores(tmp_path, capsys):
     assert main(["calibrate", str(CORR2F), "--dims", "2", "-o", str(bank), "--scores",
                  str(scores), "--max-iter", "30", "-q"]) == 0
     df = pd.read_csv(scores)
-    assert list(df.columns) == ["subject_id", *COLS, "n_items"] and len(df) == 2000
+    assert list(df.columns) == ["subject_id", *COLS, "n_items", "mean_score"] and len(df) == 2000
     assert main(["score", str(CORR2F), "--bank", str(bank), "-o", str(again), "-q"]) == 0
     np.testing.assert_allclose(pd.read_csv(again)[COLS], df[COLS], atol=1e-6)
+    assert list(pd.read_csv(again).columns) == list(df.columns)   # atlas score's table

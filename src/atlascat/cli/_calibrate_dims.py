@@ -86,11 +86,14 @@ def calibrate_dims_cmd(responses, output: Path, dims: int, *, model: str, prior_
 
 def _write_scores(bank, rm, path: Path) -> None:
     """The subjects' EAP scores on the fitted bank (mirt's fscores(mod, rotate = "none") with
-    full.scores.SE = TRUE, on the bank's axes): subject_id, theta_k, se_k, n_items."""
+    full.scores.SE = TRUE, on the bank's axes) in the columns ``atlas score`` writes on the
+    bank: subject_id, theta_k, se_k, n_items, mean_score [, freq]."""
     from ..irt.multidimscore import score_multidim
+    from ._score_table import with_mean_score_last, write_calibration_scores
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    score_multidim(rm, bank, "eap").to_frame().to_csv(path, index=False, float_format="%.10g")
+    df = with_mean_score_last(score_multidim(rm, bank, "eap").to_frame(),
+                              rm.aligned_values(bank.item_ids, extra="ignore"), rm.weights)
+    write_calibration_scores(df, path)
 
 
 def prior_a_sd(spec: str):

@@ -46,7 +46,8 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
                                     **settings)
             if not on_se.started:
                 advance(max(res.n_iter - reached[0], 0), total=max(res.n_iter, 1))  # ends full
-    _write_outputs(res, output, fmt, summary, scores, responses, name)
+    _write_outputs(res, output, fmt, summary, scores, responses, name,
+                   (frame, weights, (grouping or {}).get("groups")))
     _print_result(res, model, weights, settings["prior_a"], rating_range)
     console.print(wrote_line(output, summary, scores))
 
@@ -60,9 +61,10 @@ def ordinal_options(model: str) -> str:
             "--mirt-defaults, --quiet")
 
 
-def _write_outputs(res, output, fmt: str, summary, scores, responses, name=None) -> None:
+def _write_outputs(res, output, fmt: str, summary, scores, responses, name=None,
+                   ratings=(None, None)) -> None:
     """The bank (with ``<parameter>_se`` columns under --se; named by --name), --summary and
-    --scores."""
+    --scores (``ratings``: the ratings read, their weights [, the --groups mapping])."""
     bank = res.bank_with_standard_errors(fmt)   # <parameter>_se columns under --se
     bank = bank if name is None else bank.with_benchmark(name)
     bank.write(output, format=fmt)
@@ -73,11 +75,25 @@ def _write_outputs(res, output, fmt: str, summary, scores, responses, name=None)
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps(json_safe(info), indent=2, default=str))
     if scores is not None:
-        import pandas as pd
+        _write_scores(res, scores, *ratings)
 
-        scores.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
-                      "se": res.theta_se}).to_csv(scores, index=False, float_format="%.10g")
+
+def _write_scores(res, path, frame, weights, groups=None) -> None:
+    """--scores: the subjects' EAP scores in the columns ``atlas score`` writes on the written
+    bank (``frame``, ``weights``: the ratings read; ``groups``: a --groups fit's)."""
+    import numpy as np
+
+    from ..irt.polyscore import aligned_ratings
+    from ._score_table import calibration_scores, with_ratings, write_calibration_scores
+
+    rows = frame.index.get_indexer([str(s) for s in res.subject_ids])
+    frame = frame.iloc[rows]
+    weights = None if weights is None else np.asarray(weights)[rows]
+    aligned = aligned_ratings(frame, res.bank)[0]
+    known = [c for c in frame.columns if c in res.bank]
+    df = calibration_scores(res, aligned, groups)
+    write_calibration_scores(with_ratings(df, frame[known].to_numpy(float), aligned, res.bank,
+                                          weights), path)
 
 
 def _print_result(res, model: str, weights, prior_a, rating_range) -> None:
@@ -158,8 +174,9 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
 
         df = score_groups(frame, bk, grouping["groups"], grouping["priors"], method,
                           quadpts=quadpts, extra_items=extra_items)
-    from ..irt.polyscore import aligned_ratings, predict_mean_rating
+    from ..irt.polyscore import aligned_ratings
     from ._common import note_unseen_ratings
+    from ._score_table import with_ratings
 
     aligned = aligned_ratings(frame, bk)[0]
     note_unseen_ratings(bk, aligned)
@@ -168,18 +185,11 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         err_console.print(f"note: {len(iids) - len(known)} response item(s) not in the bank "
                           f"were left out (e.g. {[c for c in iids if c not in bk][:3]})",
                           markup=False)
-    with np.errstate(invalid="ignore"):
-        df.insert(4, "mean_rating", np.nanmean(frame[known].to_numpy(float), axis=1)
-                  if known else np.nan)
+    df = with_ratings(df, frame[known].to_numpy(float), aligned, bk, weights)
     se = df["se"].to_numpy(float)
-    pred = predict_mean_rating(aligned, bk)   # whatever the method: what simulate writes
     few = bk.few_sources_warning(aligned)
     if few:
         warn(few)
-    for k, col in enumerate(("score", "score_lo", "score_hi")):
-        df.insert(5 + k, col, pred[k])
-    if weights is not None:
-        df["freq"] = weights
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(output, index=False, float_format="%.8g")

@@ -189,13 +189,45 @@ def _live_run_store(path):
     return store if folder.is_dir() and store.is_file() else None
 
 
+#: the library's keywords a command-line error names by their option (:func:`option_names`)
+KEYWORD_OPTIONS = {"quadpts": "--quadpts", "tol": "--tol", "max_iter": "--max-iter",
+                   "partition_size": "--partition-size", "random_state": "--seed",
+                   "value_range": "--rating-range", "prior_mean": "--prior-mean",
+                   "prior_sd": "--prior-sd", "n_dims": "--dims"}
+#: keywords named by their option only where the text sets them (``method='map'``)
+SETTING_OPTIONS = {"method": "--method", "model": "--model"}
+
+
+def option_names(text: str) -> str:
+    """A library error's text as the command line says it: ``quadpts (CLI --quadpts)``,
+    ``on_empty='drop' (CLI: --drop-empty)`` -> the option alone; a keyword of
+    :data:`KEYWORD_OPTIONS` -> its option (``max_iter=5`` -> ``--max-iter 5``). The library's
+    messages keep the keywords, which the Python API's users type."""
+    import re
+
+    def keyword(word: str) -> bool:
+        return "_" in word or word in KEYWORD_OPTIONS
+
+    text = re.sub(r"(?<![\w-])([A-Za-z]\w*)(=(?:'[^']*'|\"[^\"]*\"|[\w.+-]*))? \(CLI:? (--[^)]+)\)",
+                  lambda m: m.group(3) if keyword(m.group(1)) or m.group(2) else m.group(0), text)
+    for word, option in {**KEYWORD_OPTIONS, **SETTING_OPTIONS}.items():
+        text = re.sub(rf"(?<![\w-]){word}=(['\"]?)([\w.+-]+)\1", rf"{option} \2", text)
+        if word in KEYWORD_OPTIONS:
+            text = re.sub(rf"(?<![\w\-/.\\'\"]){word}(?![\w=(\-/'\"]|\.\w)", option, text)
+    return text
+
+
 def print_error(message) -> None:
     """``error: <message>`` on stderr, one line, markup in the message printed literally; a
-    library error gets the command line's advice (:func:`cli_advice`)."""
+    library error gets the command line's advice (:func:`cli_advice`) and names the options,
+    not the keywords (:func:`option_names`)."""
+    from ..errors import AtlasError
     from ..validation import one_line
 
     advice = cli_advice(message) if isinstance(message, Exception) else ""
     text = f"{message}; {advice}" if advice else str(message)
+    if isinstance(message, AtlasError):
+        text = option_names(text)
     err_console.print(Text("error: ", style="bold red") + Text(one_line(text)))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._common import align_items, console, load_responses, print_frame, write_scores_csv
+from ._score_table import with_mean_score_last
 
 #: what a multidimensional bank is scored by, said when something else is asked
 SUPPORTED = ("a multidimensional bank is scored by --method eap or map (mirt's fscores; wle "
@@ -43,7 +44,7 @@ def score_dims_cmd(responses, bank, method: str, output, *, freq_column, normali
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items)
     res = score_multidim(rm, bk, method, quadpts=quadpts, rotate=rotate)
-    df = _with_mean_score(res.to_frame(), rm, bk)
+    df = with_mean_score_last(res.to_frame(), rm.aligned_values(bk.item_ids), rm.weights)
     if output is not None:
         write_scores_csv(df, output)
         console.print(f"wrote {len(df)} scores ({method}, {bk.n_dims} dimensions) to {output}")
@@ -51,19 +52,6 @@ def score_dims_cmd(responses, bank, method: str, output, *, freq_column, normali
         print_frame(df, title=f"theta by {method.upper()} ({len(bk)} items, {bk.n_dims} "
                               "dimensions)")
     console.print(summary_line(res, rm.weights), markup=False, highlight=False)
-
-
-def _with_mean_score(df, rm, bk):
-    """``df`` with the mean item score over the answered bank items (and the frequencies)."""
-    import numpy as np
-
-    y = rm.aligned_values(bk.item_ids)
-    obs = ~np.isnan(y)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        df["mean_score"] = np.where(obs, y, 0.0).sum(1) / obs.sum(1)
-    if rm.weights is not None:
-        df["freq"] = rm.weights
-    return df
 
 
 def summary_line(res, weights=None) -> str:

@@ -76,7 +76,8 @@ _SE = typer.Option(False, "--se",
          "<parameter>_se column beside each parameter.")
 
 _SCORES = typer.Option(None, "--scores",
-    help="Write the subjects' EAP theta and SE (CSV).")
+    help="Write the subjects' EAP theta and SE (CSV), in the columns atlas score writes on "
+         "the bank written.")
 
 _FREQ_COLUMN = typer.Option(None, "--freq-column",
     help="Column holding pattern frequencies (pattern data).")
@@ -194,7 +195,7 @@ def calibrate_command(
     if summary is not None:
         _write_summary(res, summary, responses=str(responses), output=str(output), format=fmt,
                        **({"benchmark": name} if name else {}))
-    _write_scores(res, scores)
+    _write_scores(res, rm, scores, grouping.get("groups"))
     _report(res, rm, link, responses)
     console.print(wrote_line(output, summary, scores))
 
@@ -204,8 +205,10 @@ def _checked_options(o: dict):
     (with --dims only), -o, --summary and --scores (none of them an input or another); returns
     --name checked (None when not given)."""
     from ..errors import ConfigError
+    from ._common import check_seed
 
     _check_choices(o["fmt"], o["convergence"])
+    check_seed(o["seed"])
     if o["dims"] is None and o["rotate"] != "oblimin":
         raise ConfigError("--rotate rotates the factors of a multidimensional fit: give --dims K")
     responses, output, summary = o["responses"], o["output"], o["summary"]
@@ -305,16 +308,17 @@ def _check_choices(fmt: str, convergence: str) -> None:
         raise ConfigError(f"--convergence must be 'params' or 'icc', not {convergence!r}")
 
 
-def _write_scores(res, path: Optional[Path]) -> None:
-    """The subjects' EAP theta and SE (CSV; nothing without --scores)."""
+def _write_scores(res, rm, path: Optional[Path], groups=None) -> None:
+    """The subjects' EAP scores in the columns ``atlas score`` writes on the written bank
+    (CSV; nothing without --scores); ``groups`` (a --groups fit's): a group column."""
     if path is None:
         return
-    import pandas as pd
+    from ._score_table import calibration_scores, with_mean_score, write_calibration_scores
 
-    df = pd.DataFrame({"subject_id": res.subject_ids.astype(str), "theta": res.theta,
-                       "se": res.theta_se})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False, float_format="%.10g")
+    rm = rm.subset(subjects=[str(s) for s in res.subject_ids], on_empty="keep")
+    values = rm.aligned_values(res.bank.item_ids, extra="ignore")
+    df = calibration_scores(res, values, groups)
+    write_calibration_scores(with_mean_score(df, values, rm.weights), path)
 
 
 def _report(res, rm, link: str, responses=None) -> None:

@@ -297,9 +297,8 @@ def _grouping(groups, summary, method: str, prior_mean: float, prior_sd: float, 
 def _scores(rm, bk, method: str, grouping=None, **settings):
     """theta, SE, items answered and the mean item score per subject (and the pattern
     frequency); ``grouping`` (:func:`_grouping`): each under its group's prior, a group column."""
-    import numpy as np
-
     from ..irt.ability import estimate_ability
+    from ._score_table import with_mean_score
 
     if grouping is not None:
         from ..irt.groupscore import score_groups
@@ -309,13 +308,7 @@ def _scores(rm, bk, method: str, grouping=None, **settings):
         df = score_groups(rm, bk, grouping["groups"], grouping["priors"], method, **settings)
     else:
         df = estimate_ability(rm, bk, method, **settings)
-    y = rm.aligned_values(bk.item_ids)
-    obs = ~np.isnan(y)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        df.insert(4, "mean_score", np.where(obs, y, 0.0).sum(1) / obs.sum(1))
-    if rm.weights is not None:
-        df["freq"] = rm.weights
-    return df
+    return with_mean_score(df, rm.aligned_values(bk.item_ids), rm.weights)
 
 
 def _estimated_lambda(calibration, rm, bk, *, normalize_ids: bool, seed: int) -> float:

@@ -58,6 +58,7 @@ from scipy.special import expit, log_expit, logsumexp
 from scipy.stats import norm
 
 from .defaults import THETA_RANGE, TOL
+from .quadrature import MAX_QUADPTS
 from ..errors import BankError, ConfigError, ResponseDataError
 from .rotation import varimax
 
@@ -243,6 +244,10 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
 
     Default points per dimension: 61 (K = 1), 31 (K = 2), 15 (K = 3) as mirt."""
     q = quadpts or {1: 61, 2: 31, 3: 15}.get(n_dims, 9)
+    if quadpts is not None and int(q) ** n_dims > MAX_QUADPTS:   # past memory long before numpy's limit
+        most = next(p for p in range(int(MAX_QUADPTS ** (1 / n_dims)) + 1, 0, -1) if p ** n_dims <= MAX_QUADPTS)
+        raise ConfigError(f"quadpts must be at most {most} with {n_dims} dimensions (a grid of at most "
+                          f"{MAX_QUADPTS} nodes), got {q}")
     x = np.linspace(theta_range[0], theta_range[1], int(q))
     grids = np.meshgrid(*([x] * n_dims), indexing="ij")
     nodes = np.stack([g.ravel() for g in grids], axis=1)

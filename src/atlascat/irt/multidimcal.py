@@ -117,7 +117,7 @@ class MultidimCalibration(CriteriaMixin):
         state = "converged" if self.converged else "not converged"
         return (f"MultidimCalibration(n_dims={self.n_dims}, n_items={len(self.bank)}, "
                 f"n_subjects={self.n_observations:g}, loglik={self.loglik:.4g}, "
-                f"n_iter={self.n_iter} {state}, {self.seconds:.2g} s)")
+                f"n_iter={self.n_iter}, {state}, {self.seconds:.2g} s)")
 
 
 def calibrate_multidim(responses, n_dims: int, *, prior_a_sd: float | None = PRIOR_A_SD,

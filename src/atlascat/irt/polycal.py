@@ -240,6 +240,16 @@ def _group_fields(result, grouping, fit, weights, codes) -> None:
             prior_sd=row["sd"])
 
 
+def _check_em_settings(max_iter, tol) -> None:
+    """A ConfigError of one line for a cap below one iteration or a tolerance that is not a
+    positive number (the binary fit's checks; an EM of 0 iterations or to tol 0 is no fit)."""
+    from ..validation import check_positive
+
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ConfigError(f"max_iter must be a whole number >= 1, got {max_iter!r}")
+    check_positive(tol, "tol")
+
+
 def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a=None,
                       value_range=None, quadpts: int = QUADPTS, theta_range=THETA_RANGE,
                       max_iter: int = MAX_ITER, tol: float = TOL, accelerate: bool = True,
@@ -283,6 +293,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     if pcm and prior_a is not None and prior_a not in ("none", "auto"):
         raise ConfigError("the partial credit model (pcm) has no slopes to put a prior on; "
                           "drop prior_a (--prior-a)")
+    _check_em_settings(max_iter, tol)
     grouping = _grouping(groups, reference_group, sids, pcm)
     keep_r = ~np.all(np.isnan(values), axis=1)
     values, sids = values[keep_r], sids[keep_r]

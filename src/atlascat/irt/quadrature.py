@@ -40,8 +40,10 @@ def normal_quadrature(quadpts: int = QUADPTS, theta_range=THETA_RANGE, mean: flo
                       sd: float = 1.0) -> Quadrature:
     """Equally spaced nodes on ``theta_range``, weights proportional to the N(mean, sd) density."""
     lo, hi = float(theta_range[0]), float(theta_range[1])
-    if quadpts < 2 or not hi > lo:
-        raise ConfigError(f"need quadpts >= 2 and theta_range low < high, got {quadpts}, {theta_range}")
+    if quadpts < 2:
+        raise ConfigError(f"quadpts must be at least 2, got {quadpts}")
+    if not hi > lo:
+        raise ConfigError(f"theta_range needs low < high, got {theta_range}")
     if quadpts > MAX_QUADPTS:   # beyond any use, and past memory long before numpy's limit
         raise ConfigError(f"quadpts (CLI --quadpts) must be at most {MAX_QUADPTS}, got {quadpts}")
     if not sd > 0:

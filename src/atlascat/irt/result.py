@@ -118,7 +118,7 @@ class CalibrationResult(CriteriaMixin):
         return bank.to_frame() if format is None else bank.to_frame(format)
 
     def __repr__(self) -> str:
-        state = "converged" if self.converged else "NOT converged"
+        state = "converged" if self.converged else "not converged"
         drop = f", {len(self.dropped_items)} dropped" if len(self.dropped_items) else ""
         n_rows = len(self.subject_ids)
         n = self.n_observations
@@ -129,7 +129,7 @@ class CalibrationResult(CriteriaMixin):
                   f"{self.groups['reference']!r})" if self.groups else "")
         return (f"CalibrationResult(model={self.model!r}, n_items={len(self.bank)}, "
                 f"{subjects}{groups}, loglik={self.loglik:.4g}, "
-                f"n_iter={self.n_iter} {state}{drop}{se}, {self.seconds:.2g} s)")
+                f"n_iter={self.n_iter}, {state}{drop}{se}, {self.seconds:.2g} s)")
 
     def to_dict(self) -> dict:
         """JSON-ready summary (no per-subject arrays)."""
