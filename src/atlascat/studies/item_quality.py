@@ -179,7 +179,7 @@ def _grouping(responses, bank, groups, priors):
         return None
     if groups is None or priors is None:
         raise ConfigError("groups and priors go together: each subject's group and the groups' "
-                          "priors (the summary of atlas calibrate --groups --summary)")
+                          "priors (each group's latent mean and sd)")
     if responses is None:
         raise ConfigError("groups need the responses: each group's item fit and its share of "
                           "the subjects come from them")
