@@ -73,6 +73,9 @@ def test_ordinal_combined_sx2_is_the_sum_of_mirts_itemfit_per_group(model):
     bank, priors = _mirt_ordinal(model)
     q = item_quality(bank, ratings, groups=groups, priors=priors)
     _check_combined(q, pd.read_csv(DATA / f"{model}_ord_sx2.csv"))
+    # a bank calibrated elsewhere (estimated none): no item parameters off the df
+    none = item_quality(bank, ratings, groups=groups, priors=priors, estimated="none")
+    assert (none.df_S_X2 > q.df_S_X2).all()
 
 
 def test_information_is_averaged_over_the_groups_priors_by_their_shares():

@@ -25,7 +25,8 @@ def register(app: typer.Typer) -> None:
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
         estimated: str = typer.Option(None, "--estimated",
                                       help="S-X2 df: parameters estimated from these responses "
-                                           "(none, rasch, 1pl, 2pl, 3pl or 4pl) [default: the bank's model]."),
+                                           "(none, rasch, 1pl, 2pl, 3pl or 4pl; an ordinal bank's with --groups: "
+                                           "all or none) [default: the bank's model]."),
         a_min: float = typer.Option(0.2, "--a-min", help="Flag 0 <= a below this (low_a)."),
         c_max: float = typer.Option(0.5, "--c-max", help="Flag c at or above this (high_c)."),
         c_warn: float = typer.Option(0.4, "--c-warn", help="Flag c at or above this (c_near_max)."),

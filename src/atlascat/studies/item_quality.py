@@ -129,7 +129,7 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     grouping = _grouping(responses, bank, groups, priors)
     if isinstance(bank, PolyBank):
         return _ordinal_quality(bank, responses, a_min=a_min, b_max=b_max, quadpts=quadpts,
-                                grouping=grouping, alpha=alpha)
+                                grouping=grouping, alpha=alpha, estimated=estimated)
     a, b, c, u = bank.params
     info = _mean_information(bank, quadpts, grouping)
     from ..irt.dispersion import bank_dispersion
@@ -242,18 +242,19 @@ def _with_issues(df: pd.DataFrame, flags: dict) -> pd.DataFrame:
 
 
 def _ordinal_quality(bank, responses, *, a_min: float, b_max: float, quadpts: int,
-                     grouping=None, alpha: float = 0.01) -> pd.DataFrame:
+                     grouping=None, alpha: float = 0.01, estimated=None) -> pd.DataFrame:
     """:func:`item_quality` of a graded / GPCM / mixed bank: item_id, model, n_categories, a,
     location (mean threshold), info (each item's Fisher information over its categories,
     averaged over N(0, 1)), info_share, weight_ratio, issues (negative_a, low_a, extreme_b on
     the location), n_issues. Asymptote flags do not apply; S-X2 of ordinal items is
     ``atlas fit`` (:mod:`atlascat.irt.polyfitstats`), but for a multiple-group bank
     (``grouping``) whose groups' S-X2 (mirt's itemfit per group) is combined here as a binary
-    bank's, with poor_fit."""
+    bank's, with poor_fit (``estimated``: all or none, :func:`atlascat.irt.polyfitstats.
+    sx2_ordinal`'s)."""
     if grouping is not None:
         df = _ordinal_columns(bank, quadpts, grouping)
         flags = _ordinal_flags(df, a_min, b_max)
-        _group_fit(df, flags, responses, bank, grouping, None, alpha)
+        _group_fit(df, flags, responses, bank, grouping, estimated, alpha)
         return _with_issues(df, flags)
     if responses is not None:
         from ..errors import warn_user
