@@ -176,3 +176,23 @@ def test_atlas_items_bad_groups_exit_2(tmp_path, capsys, case, match):
     assert main(["items", "--bank", str(bank), *args]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and re.search(match, err), err
+
+
+def test_one_group_ordinal_report_has_mirts_sx2(tmp_path, capsys):
+    """Without groups an ordinal bank's report gives S-X2 too (it warned and left it out, and
+    the command refused the ratings as 0/1 scores): sx2_ordinal's, flagged as a binary bank's."""
+    from atlascat.irt.polyfitstats import sx2_ordinal
+
+    ratings = pd.read_csv(DATA / "ordinal_responses.csv", index_col=0)
+    bank, _ = _mirt_ordinal("graded")
+    q = item_quality(bank, ratings)
+    want = sx2_ordinal(ratings, bank)
+    assert np.array_equal(q.S_X2, want.S_X2) and np.array_equal(q.df_S_X2, want.df_S_X2)
+    assert "worst_group" not in q
+    path = tmp_path / "bank.csv"
+    bank.write(path)
+    out = tmp_path / "items.csv"
+    assert main(["items", str(DATA / "ordinal_responses.csv"), "--bank", str(path), "-o",
+                 str(out)]) == 0
+    got = pd.read_csv(out)
+    assert np.allclose(got.S_X2, want.S_X2, rtol=1e-7)

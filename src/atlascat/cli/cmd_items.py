@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
     def items(
         responses: Optional[str] = typer.Argument(
             None, metavar="RESPONSES",
-            help="Responses for the S-X2 item fit (0/1, complete rows; file or bundled name)."),
+            help="Responses for the S-X2 item fit (0/1, complete rows; ratings for an "
+                 "ordinal bank; file or bundled name)."),
         bank: Optional[str] = typer.Option(None, "--bank", "-b", help=bank_option_help()),
         output: Path = typer.Option(None, "--output", "-o", help="Write the full report (CSV)."),
         as_json: bool = typer.Option(False, "--json", help="Print counts and flagged items as JSON."),
@@ -25,8 +26,8 @@ def register(app: typer.Typer) -> None:
         normalize_ids: bool = typer.Option(False, "--normalize-ids", help="X514 -> 514 item ids."),
         estimated: str = typer.Option(None, "--estimated",
                                       help="S-X2 df: parameters estimated from these responses "
-                                           "(none, rasch, 1pl, 2pl, 3pl or 4pl; an ordinal bank's with --groups: "
-                                           "all or none) [default: the bank's model]."),
+                                           "(none, rasch, 1pl, 2pl, 3pl or 4pl; an ordinal bank's: all or "
+                                           "none) [default: the bank's model]."),
         a_min: float = typer.Option(0.2, "--a-min", help="Flag 0 <= a below this (low_a)."),
         c_max: float = typer.Option(0.5, "--c-max", help="Flag c at or above this (high_c)."),
         c_warn: float = typer.Option(0.4, "--c-warn", help="Flag c at or above this (c_near_max)."),
@@ -47,7 +48,8 @@ def register(app: typer.Typer) -> None:
         share shows how much weight an item gets in theta, versus 1/n in raw accuracy.
         A multiple-group bank (--groups with --summary): each group's S-X2 under its prior,
         combined per item (the sum on the summed df, flagged as one group's; worst_group the
-        group with the smallest p), an ordinal bank's too.
+        group with the smallest p). An ordinal (graded / gpcm) bank: RESPONSES are ratings on
+        the items' own scales, their S-X2 mirt's itemfit.
         """
         from ..studies.item_quality import FLAGS, item_quality
         from ..catalogue import BankRef
@@ -67,7 +69,7 @@ def register(app: typer.Typer) -> None:
                               "(S-X2) and its share of the subjects come from")
         bk = (ref := BankRef.from_option(bank, normalize_ids=normalize_ids)).load()
         rm = None
-        if responses is not None and grouping and _is_ordinal(bk):
+        if responses is not None and _is_ordinal(bk):     # ratings on the items' own scales
             rm, bk = _ordinal_ratings(responses, bk, freq_column, normalize_ids)
         elif responses is not None:
             rm = read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
@@ -133,8 +135,8 @@ def _ordinal_ratings(responses, bank, freq_column, normalize_ids: bool):
 
     values, sids, iids, weights = read_ratings(responses, freq_column=freq_column)
     if weights is not None:
-        raise ConfigError("--freq-column: pattern frequencies are not taken with --groups on an "
-                          "ordinal bank; give one row per subject")
+        raise ConfigError("--freq-column: an ordinal bank's item report takes one row per "
+                          "subject, not pattern frequencies")
     if normalize_ids:
         from ..validation import normalize_item_id
 

@@ -10,7 +10,7 @@ Flags (thresholds are arguments):
 - ``low_u``: u < ``u_min`` (0.9): strong models still fail it (label noise, 4PL);
 - ``extreme_b``: |b| > ``b_max`` (4): far outside the models' ability range;
 - ``poor_fit``: S-X2 p-value below ``alpha`` after Benjamini-Hochberg over items (only with
-  responses).
+  responses; an ordinal bank's ratings: mirt's itemfit S-X2 for graded / GPCM items).
 
 The paper's point that flawed items are down-weighted by the model: an item's *information share*
 is its Fisher information averaged over the N(0, 1) ability distribution, as a share of the test's,
@@ -120,7 +120,8 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     groups' priors, anything :func:`atlascat.irt.groupscore.group_priors` reads): a
     multiple-group bank's report (the module's notes; needs labelled ``responses``): S_X2,
     df_S_X2, p_S_X2 the groups' combined (:func:`atlascat.irt.groupfit.sx2_combined`), then
-    n_groups_S_X2 and worst_group; an ordinal bank's rows get them too.
+    n_groups_S_X2 and worst_group. An ordinal bank (graded / gpcm): ``responses`` its ratings
+    (a DataFrame indexed by subject id), S-X2 as mirt's itemfit, with or without groups.
     """
     _check_thresholds(a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min, b_max=b_max,
                       alpha=alpha)
@@ -160,13 +161,20 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     elif responses is not None:
         from ..irt.fit import sx2
 
-        fit = sx2(responses, bank, estimated=estimated)
-        df["S_X2"] = fit["S_X2"].to_numpy()
-        df["df_S_X2"] = fit["df_S_X2"].to_numpy()
-        df["p_S_X2"] = fit["p_S_X2"].to_numpy()
-        df["p_S_X2_bh"] = benjamini_hochberg(df["p_S_X2"])
-        flags["poor_fit"] = np.nan_to_num(df["p_S_X2_bh"].to_numpy(), nan=1.0) < alpha
+        _add_sx2(df, flags, sx2(responses, bank, estimated=estimated), alpha)
     return _with_issues(df, flags)
+
+
+def _add_sx2(df, flags: dict, fit, alpha: float) -> None:
+    """``fit``'s S_X2, df_S_X2, p_S_X2 (and any n_groups_S_X2, worst_group) into ``df``, with
+    p_S_X2_bh (Benjamini-Hochberg over the items) and the poor_fit flag (p_S_X2_bh < alpha)."""
+    for col in ("S_X2", "df_S_X2", "p_S_X2"):
+        df[col] = fit[col].to_numpy()
+    df["p_S_X2_bh"] = benjamini_hochberg(df["p_S_X2"])
+    for col in ("n_groups_S_X2", "worst_group"):
+        if col in fit:
+            df[col] = fit[col].to_numpy()
+    flags["poor_fit"] = np.nan_to_num(df["p_S_X2_bh"].to_numpy(), nan=1.0) < alpha
 
 
 def _grouping(responses, bank, groups, priors):
@@ -217,12 +225,7 @@ def _group_fit(df, flags: dict, responses, bank, grouping, estimated, alpha: flo
     table, groups, _ = grouping
     fit = sx2_combined(sx2_groups(responses, bank, groups, table, estimated=estimated),
                        df["item_id"])
-    for col in ("S_X2", "df_S_X2", "p_S_X2"):
-        df[col] = fit[col].to_numpy()
-    df["p_S_X2_bh"] = benjamini_hochberg(df["p_S_X2"])
-    df["n_groups_S_X2"] = fit["n_groups_S_X2"].to_numpy()
-    df["worst_group"] = fit["worst_group"].to_numpy()
-    flags["poor_fit"] = np.nan_to_num(df["p_S_X2_bh"].to_numpy(), nan=1.0) < alpha
+    _add_sx2(df, flags, fit, alpha)
 
 
 def _info_columns(info: np.ndarray) -> dict:
@@ -245,25 +248,20 @@ def _ordinal_quality(bank, responses, *, a_min: float, b_max: float, quadpts: in
                      grouping=None, alpha: float = 0.01, estimated=None) -> pd.DataFrame:
     """:func:`item_quality` of a graded / GPCM / mixed bank: item_id, model, n_categories, a,
     location (mean threshold), info (each item's Fisher information over its categories,
-    averaged over N(0, 1)), info_share, weight_ratio, issues (negative_a, low_a, extreme_b on
-    the location), n_issues. Asymptote flags do not apply; S-X2 of ordinal items is
-    ``atlas fit`` (:mod:`atlascat.irt.polyfitstats`), but for a multiple-group bank
-    (``grouping``) whose groups' S-X2 (mirt's itemfit per group) is combined here as a binary
-    bank's, with poor_fit (``estimated``: all or none, :func:`atlascat.irt.polyfitstats.
-    sx2_ordinal`'s)."""
+    averaged over N(0, 1)), info_share, weight_ratio, [S_X2, df_S_X2, p_S_X2, p_S_X2_bh,]
+    issues (negative_a, low_a, extreme_b on the location, poor_fit), n_issues. Asymptote flags
+    do not apply. With ``responses`` (ratings on the items' own scales): mirt's itemfit S-X2
+    (:func:`atlascat.irt.polyfitstats.sx2_ordinal`; ``estimated`` all or none), flagged as a
+    binary bank's; a multiple-group bank (``grouping``): the groups' S-X2 combined."""
+    df = _ordinal_columns(bank, quadpts, grouping)
+    flags = _ordinal_flags(df, a_min, b_max)
     if grouping is not None:
-        df = _ordinal_columns(bank, quadpts, grouping)
-        flags = _ordinal_flags(df, a_min, b_max)
         _group_fit(df, flags, responses, bank, grouping, estimated, alpha)
-        return _with_issues(df, flags)
-    if responses is not None:
-        from ..errors import warn_user
+    elif responses is not None:
+        from ..irt.polyfitstats import sx2_ordinal
 
-        warn_user("the item fit here (S-X2) tests right/wrong items; an ordinal bank's item "
-                  "fit is the model-fit report's (mirt's itemfit for graded / GPCM items): "
-                  "left out here")
-    df = _ordinal_columns(bank, quadpts, None)
-    return _with_issues(df, _ordinal_flags(df, a_min, b_max))
+        _add_sx2(df, flags, sx2_ordinal(responses, bank, estimated=estimated), alpha)
+    return _with_issues(df, flags)
 
 
 def _ordinal_columns(bank, quadpts: int, grouping) -> pd.DataFrame:
