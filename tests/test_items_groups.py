@@ -85,6 +85,16 @@ def test_information_is_averaged_over_the_groups_priors_by_their_shares():
     one = {"A": (0.0, 1.0), "B": (0.0, 1.0)}       # both groups N(0, 1): the one-group info
     q = item_quality(bank, x, groups=groups, priors=one)
     assert np.allclose(q["info"], item_quality(bank)["info"], rtol=1e-12)
+    from atlascat.irt.quadrature import normal_quadrature
+
+    priors = {"A": (0.0, 1.0), "B": (1.0, 1.5)}
+    share_a = float((groups.loc[x.index] == "A").mean())
+    want = 0.0
+    for share, (m, s) in zip((share_a, 1 - share_a), priors.values()):
+        quad = normal_quadrature(61, (-6.0, 6.0), m, s)
+        want = want + share * (quad.weights @ bank.information(quad.nodes))
+    q = item_quality(bank, x, groups=groups, priors=priors)
+    assert np.allclose(q["info"], want, rtol=1e-12)
 
 
 def test_an_item_one_group_never_answered_is_tested_by_the_other():

@@ -1,4 +1,5 @@
-"""``atlas items BANK [--responses R]``: item quality report (flags, information share, S-X2)."""
+"""``atlas items [RESPONSES] --bank BANK [--groups G --summary S]``: item quality report (flags,
+information share, S-X2; a multiple-group bank's under the groups' priors)."""
 from __future__ import annotations
 
 import json
