@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["sx2_groups", "m2_groups", "m2_ordinal_groups"]
+__all__ = ["sx2_groups", "sx2_combined", "m2_groups", "m2_ordinal_groups"]
 
 
 def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -> pd.DataFrame:
@@ -54,6 +54,29 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -
         frame["group"] = label
         out.append(frame)
     return pd.concat(out, ignore_index=True)
+
+
+def sx2_combined(per_group: pd.DataFrame, item_ids) -> pd.DataFrame:
+    """One row per item of ``item_ids`` from :func:`sx2_groups`'s table: the groups' S-X2
+    summed on the summed df (the groups' subjects are independent, so the sum of independent
+    chi-squares is one on the summed df), its p (``chi2.sf``), ``n_groups_S_X2`` (the groups
+    that tested the item: answered it, df > 0) and ``worst_group`` (the group whose own S-X2 p
+    is smallest, "" where none tested it). An item no group tested: S-X2, df and p NaN."""
+    from scipy.stats import chi2
+
+    t = per_group[np.isfinite(per_group["S_X2"].to_numpy(dtype=float))
+                  & (per_group["df_S_X2"].to_numpy(dtype=float) > 0)]
+    ids = pd.Index(np.asarray(item_ids).astype(str))
+    by = t.groupby("item_id", sort=False)
+    x2 = by["S_X2"].sum().reindex(ids)
+    df = by["df_S_X2"].sum().reindex(ids)
+    worst = t.loc[by["p_S_X2"].idxmin(), ["item_id", "group"]].set_index("item_id")["group"]
+    with np.errstate(invalid="ignore"):
+        p = np.where(df > 0, chi2.sf(x2, np.where(df > 0, df, 1)), np.nan)
+    return pd.DataFrame({"item_id": ids, "S_X2": x2.to_numpy(), "df_S_X2": df.to_numpy(),
+                         "p_S_X2": p, "n_groups_S_X2": by.size().reindex(ids).fillna(0)
+                         .astype(int).to_numpy(),
+                         "worst_group": worst.reindex(ids).fillna("").astype(str).to_numpy()})
 
 
 def _binary(responses, bank, estimated):
