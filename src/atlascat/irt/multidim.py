@@ -61,6 +61,7 @@ from .defaults import THETA_RANGE, TOL
 from .quadrature import MAX_QUADPTS
 from ..errors import BankError, ConfigError, ResponseDataError
 from .rotation import varimax
+from .multidimem import GridEStep
 
 __all__ = [
     "MultidimBank",
@@ -572,22 +573,14 @@ class MultidimIRT:
         k = A.shape[1]
         nodes, logw = product_grid(k, self.quadpts)
         X = np.hstack([nodes, np.ones((nodes.shape[0], 1))])  # (Q, K+1)
-        obs_f = obs.astype(float)
-        y1 = np.where(obs, y, 0.0)
-        y0 = obs_f - y1
-        w = np.ones(y.shape[0]) if weights is None else weights
+        estep = GridEStep(y, obs, weights, logw)  # blocked, on unique patterns
         beta = np.hstack([A, d[:, None]])  # (J, K+1)
         history = []
         converged = False
         loglik = -np.inf
         for it in range(1, int(self.max_iter or 500) + 1):
             z = X @ beta.T  # (Q, J)
-            ll = y1 @ log_expit(z).T + y0 @ log_expit(-z).T + logw  # (N, Q)
-            post, norm_ = _normalize_rows(ll)
-            loglik = float(w @ norm_)
-            post *= w[:, None]
-            r = post.T @ y1  # (Q, J) expected correct
-            n = post.T @ obs_f  # (Q, J) expected observed
+            loglik, r, n = estep(z)  # r: (Q, J) expected correct, n: expected observed
             p = expit(z)
             G = (r - n * p).T @ X - beta * prior
             H = _weighted_gram(n * p * (1 - p), X) + np.diag(prior)
