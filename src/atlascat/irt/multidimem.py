@@ -8,8 +8,10 @@ log-likelihood at node q is sum_j y_j log s(z_qj) + (o_j - y_j) log s(-z_qj)
 one more, post^T @ [y | o], the expected counts r_qj (correct) and n_qj (observed).
 
 The subjects x nodes matrix (5000 x 3375 for K = 3, mirt's 15^3 grid) is never formed: subjects
-go through in blocks whose slice fits a core's cache, in one buffer allocated once per fit, and
-identical answer patterns are merged first (their weights summed).
+go through in blocks (a few MB), in one buffer allocated once per fit, and
+identical answer patterns are merged first (their weights summed). Each pattern's exponentials
+are shifted by its log-likelihood at the previous call (one more column of the product; the row
+maximum where that shift is off by hundreds of units), so no pass subtracts row maxima.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from scipy.special import log_expit
 
 __all__ = ["GridEStep", "BLOCK_BYTES"]
 
-#: bytes of one block of the (subjects x nodes) log-likelihoods: about a core's L2 cache
-BLOCK_BYTES = 2**21
+#: bytes of one block of the (subjects x nodes) log-likelihoods (a few hundred subjects on
+#: mirt's K = 3 grid: big enough for efficient matrix products, far below the full matrix)
+BLOCK_BYTES = 2**23
 
 
 class GridEStep:
@@ -40,34 +43,40 @@ class GridEStep:
         self.complete = bool(obs.all())
         self.n_items = code.shape[1]
         cols = [patterns == 1] if self.complete else [patterns == 1, patterns != 2]
-        self.data = np.hstack(cols + [np.ones((patterns.shape[0], 1), dtype=bool)]).astype(float)
+        ones = np.ones((patterns.shape[0], 1), dtype=bool)
+        # last column: minus each pattern's shift, its log-likelihood at the previous call
+        self.data = np.hstack(cols + [ones, ~ones]).astype(float)
         self.logw = np.asarray(logw, dtype=float)
         q = self.logw.shape[0]
         self.block = int(max(1, min(patterns.shape[0], block_bytes // (8 * q))))
         self._ll = np.empty((self.block, q))
-        self._counts = np.empty((q, self.data.shape[1]))
+        self._counts = np.empty((self.data.shape[1], q))
 
     def __call__(self, z):
         """(loglik, r, n) at item logits z (Q, J) on the grid."""
         lq = log_expit(-z)
-        if self.complete:
-            coef = np.vstack([z.T, (lq.sum(axis=1) + self.logw)[None, :]])
-        else:
-            coef = np.vstack([z.T, lq.T, self.logw[None, :]])
+        const = (lq.sum(axis=1) + self.logw)[None, :] if self.complete else self.logw[None, :]
+        coef = np.vstack([z.T] + ([] if self.complete else [lq.T]) + [const, np.ones((1, z.shape[0]))])
         counts = np.zeros(self._counts.shape)
         loglik = 0.0
         for s in range(0, self.data.shape[0], self.block):
             rows = self.data[s:s + self.block]
             w = self.weights[s:s + self.block]
             ll = self._ll[:rows.shape[0]]
-            np.matmul(rows, coef, out=ll)
-            top = ll.max(axis=1)
-            np.subtract(ll, top[:, None], out=ll)
-            np.exp(ll, out=ll)
-            total = ll.sum(axis=1)
-            loglik += float(w @ (top + np.log(total)))
-            np.matmul(ll.T, rows * (w / total)[:, None], out=self._counts)
+            np.matmul(rows, coef, out=ll)   # log-likelihood + log prior weight - shift
+            with np.errstate(over="ignore"):
+                np.exp(ll, out=ll)
+                total = ll.sum(axis=1)
+            if not (np.isfinite(total).all() and total.min() > 1e-250):  # the shift is off (first call)
+                np.matmul(rows[:, :-1], coef[:-1], out=ll)
+                rows[:, -1] = -ll.max(axis=1)
+                np.add(ll, rows[:, -1:], out=ll)
+                np.exp(ll, out=ll)
+                total = ll.sum(axis=1)
+            rows[:, -1] -= np.log(total)   # the shift of the next call
+            loglik -= float(w @ rows[:, -1])
+            np.matmul((rows * (w / total)[:, None]).T, ll, out=self._counts)
             counts += self._counts
         j = self.n_items
-        n = counts[:, j:j + 1] if self.complete else counts[:, j:2 * j]
-        return loglik, counts[:, :j], n
+        n = counts[j:j + 1] if self.complete else counts[j:2 * j]
+        return loglik, counts[:j].T, n.T
