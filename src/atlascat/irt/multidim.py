@@ -16,8 +16,8 @@ Calibration (:class:`MultidimIRT`), marginal maximum a posteriori with weak N(0,
 a and d (isotropic, hence rotation invariant), all items updated together:
 
 - K <= 2 (``method="em"``): Bock-Aitkin EM on a product grid (61 nodes for K = 1, 31 x 31 for
-  K = 2 on [-6, 6], mirt's defaults). E-step: the log-likelihood of every subject at every node is
-  two matrix products; M-step: one batched Newton step per item on the expected counts
+  K = 2 on [-6, 6], mirt's defaults). E-step: the log-likelihood of every answer pattern at every
+  node is one matrix product, in blocks of patterns (:mod:`atlascat.irt.multidimem`); M-step: one batched Newton step per item on the expected counts
   (r_qj correct, n_qj observed at node q), a weighted logistic regression of each item on
   x_q = (theta_q, 1) - a generalized EM (Dempster, Laird and Rubin 1977).
 - K >= 3 (``method="mhrm"``): Metropolis-Hastings Robbins-Monro (Cai 2010): every iteration draws
