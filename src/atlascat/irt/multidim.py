@@ -16,8 +16,8 @@ Calibration (:class:`MultidimIRT`), marginal maximum a posteriori with weak N(0,
 a and d (isotropic, hence rotation invariant), all items updated together:
 
 - K <= 2 (``method="em"``): Bock-Aitkin EM on a product grid (61 nodes for K = 1, 31 x 31 for
-  K = 2 on [-6, 6], mirt's defaults). E-step: the log-likelihood of every subject at every node is
-  two matrix products; M-step: one batched Newton step per item on the expected counts
+  K = 2 on [-6, 6], mirt's defaults). E-step: the log-likelihood of every answer pattern at every
+  node is one matrix product, in blocks of patterns (:mod:`atlascat.irt.multidimem`); M-step: one batched Newton step per item on the expected counts
   (r_qj correct, n_qj observed at node q), a weighted logistic regression of each item on
   x_q = (theta_q, 1) - a generalized EM (Dempster, Laird and Rubin 1977).
 - K >= 3 (``method="mhrm"``): Metropolis-Hastings Robbins-Monro (Cai 2010): every iteration draws
@@ -61,6 +61,7 @@ from .defaults import THETA_RANGE, TOL
 from .quadrature import MAX_QUADPTS
 from ..errors import BankError, ConfigError, ResponseDataError
 from .rotation import varimax
+from .multidimem import GridEStep
 
 __all__ = [
     "MultidimBank",
@@ -572,22 +573,14 @@ class MultidimIRT:
         k = A.shape[1]
         nodes, logw = product_grid(k, self.quadpts)
         X = np.hstack([nodes, np.ones((nodes.shape[0], 1))])  # (Q, K+1)
-        obs_f = obs.astype(float)
-        y1 = np.where(obs, y, 0.0)
-        y0 = obs_f - y1
-        w = np.ones(y.shape[0]) if weights is None else weights
+        estep = GridEStep(y, obs, weights, logw)  # blocked, on unique patterns
         beta = np.hstack([A, d[:, None]])  # (J, K+1)
         history = []
         converged = False
         loglik = -np.inf
         for it in range(1, int(self.max_iter or 500) + 1):
             z = X @ beta.T  # (Q, J)
-            ll = y1 @ log_expit(z).T + y0 @ log_expit(-z).T + logw  # (N, Q)
-            post, norm_ = _normalize_rows(ll)
-            loglik = float(w @ norm_)
-            post *= w[:, None]
-            r = post.T @ y1  # (Q, J) expected correct
-            n = post.T @ obs_f  # (Q, J) expected observed
+            loglik, r, n = estep(z)  # r: (Q, J) expected correct, n: expected observed
             p = expit(z)
             G = (r - n * p).T @ X - beta * prior
             H = _weighted_gram(n * p * (1 - p), X) + np.diag(prior)
