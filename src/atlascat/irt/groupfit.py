@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["sx2_groups", "sx2_combined", "m2_groups", "m2_ordinal_groups"]
+__all__ = ["sx2_groups", "sx2_combined", "m2_groups", "m2_ordinal_groups", "aligned_subjects"]
 
 
 def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -> pd.DataFrame:
@@ -77,6 +77,15 @@ def sx2_combined(per_group: pd.DataFrame, item_ids) -> pd.DataFrame:
                          "p_S_X2": p, "n_groups_S_X2": by.size().reindex(ids).fillna(0)
                          .astype(int).to_numpy(),
                          "worst_group": worst.reindex(ids).fillna("").astype(str).to_numpy()})
+
+
+def aligned_subjects(responses, bank):
+    """(subject ids, weights) of labelled ``responses`` read against ``bank`` (binary or graded /
+    gpcm), as the per-group item fit reads them."""
+    from .polybank import PolyBank
+
+    _, ids, w, _, _ = (_ordinal if isinstance(bank, PolyBank) else _binary)(responses, bank, None)
+    return ids, w
 
 
 def _binary(responses, bank, estimated):

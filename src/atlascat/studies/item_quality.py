@@ -191,13 +191,11 @@ def _grouping(responses, bank, groups, priors):
     if responses is None:
         raise ConfigError("groups need the responses: each group's item fit and its share of "
                           "the subjects come from them")
-    from ..irt.groupfit import _binary, _ordinal
+    from ..irt.groupfit import aligned_subjects
     from ..irt.groupscore import group_priors, subject_groups
-    from ..irt.polybank import PolyBank
 
     table = group_priors(priors)
-    _, ids, w, _, _ = (_ordinal if isinstance(bank, PolyBank) else _binary)(responses, bank,
-                                                                             None)
+    ids, w = aligned_subjects(responses, bank)
     labels = subject_groups(groups, ids, list(table))
     w = np.ones(len(labels)) if w is None else np.asarray(w, dtype=float)
     share = {g: float(w[labels == g].sum() / w.sum()) for g in table}
