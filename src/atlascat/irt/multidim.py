@@ -61,7 +61,7 @@ from .defaults import THETA_RANGE, TOL
 from .quadrature import MAX_QUADPTS
 from ..errors import BankError, ConfigError, ResponseDataError
 from .rotation import varimax
-from .multidimem import GridEStep
+from .multidimem import GridEStep, posterior_blocks
 
 __all__ = [
     "MultidimBank",
@@ -257,18 +257,15 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
 
 
 def grid_eap(y, obs, bank, quadpts=None, theta_range=THETA_RANGE, block_cells=2_000_000):
-    """EAP means (n, K), covariances (n, K, K) of 0/1 ``y`` (``obs``: answered), in blocks."""
+    """EAP means (n, K), covariances (n, K, K) of 0/1 ``y`` (``obs``: answered), in blocks of
+    ``block_cells`` subjects x nodes (:func:`~atlascat.irt.multidimem.posterior_blocks`)."""
     nodes, logw = product_grid(bank.n_dims, quadpts, theta_range)
     z = nodes @ bank.loadings.T + bank.intercepts            # (Q, J)
-    lp, lq = log_expit(z).T, log_expit(-z).T
-    y1, y0 = np.where(obs, y, 0.0), np.where(obs, 1.0 - np.nan_to_num(y), 0.0)
     outer = (nodes[:, :, None] * nodes[:, None, :]).reshape(len(nodes), -1)
     n, k = y.shape[0], bank.n_dims
     mean, second = np.empty((n, k)), np.empty((n, k * k))
-    step = max(1, block_cells // len(nodes))
-    for s in range(0, n, step):
-        post = _normalize_rows(y1[s:s + step] @ lp + y0[s:s + step] @ lq + logw)[0]
-        mean[s:s + step], second[s:s + step] = post @ nodes, post @ outer
+    for rows, post, _ in posterior_blocks(y, obs, z, logw, 8 * int(block_cells)):
+        mean[rows], second[rows] = post @ nodes, post @ outer
     return mean, second.reshape(n, k, k) - mean[:, :, None] * mean[:, None, :]
 
 
@@ -504,8 +501,12 @@ class MultidimIRT:
             raise ResponseDataError(f"responses have {y.shape[1]} items; the bank has {len(self.bank_)}")
         bank = self.bank_
         if bank.n_dims <= 2:
-            post, nodes = self._grid_posterior(y, obs, bank)
-            return post @ expit(nodes @ bank.loadings.T + bank.intercepts)
+            nodes, logw = product_grid(bank.n_dims, self.quadpts if bank.n_dims <= 2 else 15)
+            z = nodes @ bank.loadings.T + bank.intercepts
+            out, pz = np.empty(y.shape), expit(z)
+            for rows, post, _ in posterior_blocks(y, obs, z, logw):
+                out[rows] = post @ pz
+            return out
         from ..validation import as_generator
 
         rng = as_generator(0 if rng is None else rng)
@@ -561,13 +562,6 @@ class MultidimIRT:
         pa = 0.0 if self.prior_a_sd is None else 1.0 / float(self.prior_a_sd) ** 2
         pd_ = 0.0 if self.prior_d_sd is None else 1.0 / float(self.prior_d_sd) ** 2
         return np.r_[np.full(k, pa), pd_]
-
-    def _grid_posterior(self, y, obs, bank):
-        nodes, logw = product_grid(bank.n_dims, self.quadpts if bank.n_dims <= 2 else 15)
-        z = nodes @ bank.loadings.T + bank.intercepts
-        y1 = np.where(obs, y, 0.0)
-        ll = y1 @ log_expit(z).T + (obs - y1) @ log_expit(-z).T + logw
-        return _normalize_rows(ll)[0], nodes
 
     def _fit_em(self, y, obs, weights, A, d, prior):
         k = A.shape[1]
