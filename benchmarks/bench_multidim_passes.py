@@ -1,7 +1,7 @@
 """Time and peak memory of the once-per-fit passes of the K = 3 multidimensional 2PL.
 
 ``calibrate_multidim(y, 3, se=True)`` (EM fit, then the standard errors) and the EAP scores
-(``score_multidim``) on a seeded two-factor 2PL of 5000 x 30 (bench_multidim_em.py's data), each
+(``score_multidim``, 15^3 nodes) on a seeded two-factor 2PL of 5000 x 30 (bench_multidim_em.py's data), each
 run a fresh process (peak RSS); ``--src`` the source tree to import (e.g. an older commit's
 ``git archive`` for "before"); medians of ``--reps`` runs. Results (.npz) with ``--save``.
 
@@ -35,7 +35,7 @@ def one(save):
         cal = calibrate_multidim(y, 3, se=True)
     fit = time.perf_counter() - t
     t = time.perf_counter()
-    scores = score_multidim(y, cal.bank)
+    scores = score_multidim(y, cal.bank, quadpts=15)   # the fit's grid (the older code refuses 31^3)
     score = time.perf_counter() - t
     ru = resource.getrusage(resource.RUSAGE_SELF)
     if save:

@@ -55,3 +55,23 @@ def test_eap_and_predictions_in_blocks_are_the_direct_posterior():
     model = MultidimIRT(2, quadpts=31)
     model.bank_ = bank
     np.testing.assert_allclose(model.predict_proba(y), post @ expit(z), atol=1e-12)
+
+
+def test_three_dimensional_eap_takes_mirts_default_grid():
+    """score_multidim's default K = 3 grid is mirt's fscores 31^3 = 29791 nodes (past the fit's
+    10001-node cap, which refused it: the EAP goes by blocks and checks its own cap)."""
+    from atlascat.irt.multidimscore import score_multidim
+
+    rng = np.random.default_rng(1)
+    b3 = MultidimBank([f"i{j}" for j in range(6)], rng.uniform(0.5, 2, (6, 3)), rng.normal(size=6))
+    y = np.array([[1, 0, np.nan, 1, 1, 0], [0, 0, 1, np.nan, 1, 1]])
+    res = score_multidim(y, b3)
+    nodes, logw = product_grid(3, 31, max_nodes=31**3)
+    z = nodes @ b3.loadings.T + b3.intercepts
+    obs = ~np.isnan(y)
+    y1 = np.where(obs, y, 0.0)
+    ll = y1 @ log_expit(z).T + (obs - y1) @ log_expit(-z).T + logw
+    post = np.exp(ll - ll.max(axis=1, keepdims=True))
+    post /= post.sum(axis=1, keepdims=True)
+    assert res.quadpts == 31
+    np.testing.assert_allclose(res.theta, post @ nodes, atol=1e-12)

@@ -240,15 +240,17 @@ class MultidimBank:
 
 
 # ============================================================================ helpers
-def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANGE):
+def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANGE, *,
+                 max_nodes: int = MAX_QUADPTS):
     """Equally spaced product grid and normalized N(0, I) log-weights: (Q, K), (Q,).
 
-    Default points per dimension: 61 (K = 1), 31 (K = 2), 15 (K = 3) as mirt."""
+    Default points per dimension: 61 (K = 1), 31 (K = 2), 15 (K = 3) as mirt. At most
+    ``max_nodes`` nodes (a ConfigError past it)."""
     q = quadpts or {1: 61, 2: 31, 3: 15}.get(n_dims, 9)
-    if quadpts is not None and int(q) ** n_dims > MAX_QUADPTS:   # past memory long before numpy's limit
-        most = next(p for p in range(int(MAX_QUADPTS ** (1 / n_dims)) + 1, 0, -1) if p ** n_dims <= MAX_QUADPTS)
+    if quadpts is not None and int(q) ** n_dims > max_nodes:   # past memory long before numpy's limit
+        most = next(p for p in range(int(max_nodes ** (1 / n_dims)) + 1, 0, -1) if p ** n_dims <= max_nodes)
         raise ConfigError(f"quadpts must be at most {most} with {n_dims} dimensions (a grid of at most "
-                          f"{MAX_QUADPTS} nodes), got {q}")
+                          f"{max_nodes} nodes), got {q}")
     x = np.linspace(theta_range[0], theta_range[1], int(q))
     grids = np.meshgrid(*([x] * n_dims), indexing="ij")
     nodes = np.stack([g.ravel() for g in grids], axis=1)
@@ -256,10 +258,12 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
     return nodes, logw - logsumexp(logw)
 
 
-def grid_eap(y, obs, bank, quadpts=None, theta_range=THETA_RANGE, block_cells=2_000_000):
+def grid_eap(y, obs, bank, quadpts=None, theta_range=THETA_RANGE, block_cells=2_000_000,
+             max_nodes=MAX_QUADPTS):
     """EAP means (n, K), covariances (n, K, K) of 0/1 ``y`` (``obs``: answered), in blocks of
-    ``block_cells`` subjects x nodes (:func:`~atlascat.irt.multidimem.posterior_blocks`)."""
-    nodes, logw = product_grid(bank.n_dims, quadpts, theta_range)
+    ``block_cells`` subjects x nodes (:func:`~atlascat.irt.multidimem.posterior_blocks`); a grid
+    of at most ``max_nodes`` nodes."""
+    nodes, logw = product_grid(bank.n_dims, quadpts, theta_range, max_nodes=max_nodes)
     z = nodes @ bank.loadings.T + bank.intercepts            # (Q, J)
     outer = (nodes[:, :, None] * nodes[:, None, :]).reshape(len(nodes), -1)
     n, k = y.shape[0], bank.n_dims
