@@ -85,7 +85,7 @@ def multidim_information(loadings, intercepts, y, weights, nodes, log_weights, *
     # sum_i w_i E[s_i s_i^T | y_i] (by blocks of items: M_qjl, then sum_q x x^T M_qjl) minus
     # sum_i w_i S_i S_i^T, S_ij = y_ij (post X)_i - o_ij (post (P_j x))_i
     cov = np.zeros((J, P1, J, P1))
-    b = int(max(1, min(J, np.sqrt(block_bytes / (8 * Q)))))
+    b = int(max(1, min(J, np.sqrt(block_bytes / (32 * Q)))))   # M and its temporaries: 1/4 block
     missing = not obs.all()
     for rows, post, lognorm in posterior_blocks(y1, obs, z, log_weights, block_bytes):
         wb, yb, ob = w[rows], y1[rows], o[rows]
@@ -129,12 +129,18 @@ def _pair_moments(wpost, y1, o, p, r, nq, js, ls, missing):
     def pair(u, v):
         return (wp @ (u[:, :, None] * v[:, None, :]).reshape(len(u), -1)).reshape(Q, bj, bl)
 
-    Tyy = pair(yj, yl)
     pj, pl = p[:, js][:, :, None], p[:, ls][:, None, :]
+    M = pair(yj, yl)                        # in place: M and one temporary of its size at most
     if not missing:   # every answer observed: the pair sums are the item counts and node masses
-        return Tyy - pj * r[:, None, ls] - pl * r[:, js, None] + pj * pl * nq[:, :1, None]
+        M -= pj * r[:, None, ls]
+        M -= pl * r[:, js, None]
+        M += (pj * nq[:, :1, None]) * pl
+        return M
     oj, ol = o[:, js], o[:, ls]
-    return Tyy - pj * pair(oj, yl) - pl * pair(yj, ol) + pj * pl * pair(oj, ol)
+    for t, f in ((pair(oj, yl), -pj), (pair(yj, ol), -pl), (pair(oj, ol), pj * pl)):
+        t *= f
+        M += t
+    return M
 
 
 def mirt_orientation(loadings):
