@@ -4,6 +4,7 @@
 (``score_multidim``, 15^3 nodes) on a seeded two-factor 2PL of 5000 x 30 (bench_multidim_em.py's data), each
 run a fresh process (peak RSS); ``--src`` the source tree to import (e.g. an older commit's
 ``git archive`` for "before"); medians of ``--reps`` runs. Results (.npz) with ``--save``.
+``--trace``: instead, each pass's own peak memory (tracemalloc) after a 20-iteration fit.
 
   OPENBLAS_NUM_THREADS=1 nice python benchmarks/bench_multidim_passes.py --reps 3 --src src
 """
@@ -45,13 +46,42 @@ def one(save):
                       "n_iter": cal.n_iter, "rss_mb": ru.ru_maxrss / 1024}))
 
 
+def trace():
+    import tracemalloc
+    import warnings
+
+    from bench_multidim_em import data
+
+    from atlascat.irt.multidim import product_grid
+    from atlascat.irt.multidimcal import calibrate_multidim
+    from atlascat.irt.multidimscore import score_multidim
+    from atlascat.irt.multidimse import multidim_standard_errors
+
+    y = data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = calibrate_multidim(y, 3, max_iter=20).bank
+        nodes, logw = product_grid(3, 15)
+        for name, f in (("se", lambda: multidim_standard_errors(bank, y, None, nodes, logw,
+                                                                prior_a_sd=3.0, prior_d_sd=5.0)),
+                        ("eap", lambda: score_multidim(y, bank, quadpts=15))):
+            tracemalloc.start()
+            f()
+            print(f"{name} pass peak {tracemalloc.get_traced_memory()[1] / 2**20:.1f} MB")
+            tracemalloc.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--src", default="src")
     ap.add_argument("--save")
     ap.add_argument("--one", action="store_true")
+    ap.add_argument("--trace", action="store_true")
     a = ap.parse_args()
+    if a.trace:
+        sys.path[:0] = [os.path.abspath(a.src), os.path.dirname(os.path.abspath(__file__))]
+        return trace()
     if a.one:
         return one(a.save)
     env = dict(os.environ, PYTHONPATH=os.path.abspath(a.src) + os.pathsep + os.path.dirname(__file__))
