@@ -61,7 +61,7 @@ from .defaults import THETA_RANGE, TOL
 from .quadrature import MAX_QUADPTS
 from ..errors import BankError, ConfigError, ResponseDataError
 from .rotation import varimax
-from .multidimem import GridEStep
+from .multidimem import GridEStep, posterior_blocks
 
 __all__ = [
     "MultidimBank",
@@ -240,15 +240,17 @@ class MultidimBank:
 
 
 # ============================================================================ helpers
-def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANGE):
+def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANGE, *,
+                 max_nodes: int = MAX_QUADPTS):
     """Equally spaced product grid and normalized N(0, I) log-weights: (Q, K), (Q,).
 
-    Default points per dimension: 61 (K = 1), 31 (K = 2), 15 (K = 3) as mirt."""
+    Default points per dimension: 61 (K = 1), 31 (K = 2), 15 (K = 3) as mirt. At most
+    ``max_nodes`` nodes (a ConfigError past it)."""
     q = quadpts or {1: 61, 2: 31, 3: 15}.get(n_dims, 9)
-    if quadpts is not None and int(q) ** n_dims > MAX_QUADPTS:   # past memory long before numpy's limit
-        most = next(p for p in range(int(MAX_QUADPTS ** (1 / n_dims)) + 1, 0, -1) if p ** n_dims <= MAX_QUADPTS)
+    if quadpts is not None and int(q) ** n_dims > max_nodes:   # past memory long before numpy's limit
+        most = next(p for p in range(int(max_nodes ** (1 / n_dims)) + 1, 0, -1) if p ** n_dims <= max_nodes)
         raise ConfigError(f"quadpts must be at most {most} with {n_dims} dimensions (a grid of at most "
-                          f"{MAX_QUADPTS} nodes), got {q}")
+                          f"{max_nodes} nodes), got {q}")
     x = np.linspace(theta_range[0], theta_range[1], int(q))
     grids = np.meshgrid(*([x] * n_dims), indexing="ij")
     nodes = np.stack([g.ravel() for g in grids], axis=1)
@@ -256,19 +258,18 @@ def product_grid(n_dims: int, quadpts: int | None = None, theta_range=THETA_RANG
     return nodes, logw - logsumexp(logw)
 
 
-def grid_eap(y, obs, bank, quadpts=None, theta_range=THETA_RANGE, block_cells=2_000_000):
-    """EAP means (n, K), covariances (n, K, K) of 0/1 ``y`` (``obs``: answered), in blocks."""
-    nodes, logw = product_grid(bank.n_dims, quadpts, theta_range)
+def grid_eap(y, obs, bank, quadpts=None, theta_range=THETA_RANGE, block_cells=2_000_000,
+             max_nodes=MAX_QUADPTS):
+    """EAP means (n, K), covariances (n, K, K) of 0/1 ``y`` (``obs``: answered), in blocks of
+    ``block_cells`` subjects x nodes (:func:`~atlascat.irt.multidimem.posterior_blocks`); a grid
+    of at most ``max_nodes`` nodes."""
+    nodes, logw = product_grid(bank.n_dims, quadpts, theta_range, max_nodes=max_nodes)
     z = nodes @ bank.loadings.T + bank.intercepts            # (Q, J)
-    lp, lq = log_expit(z).T, log_expit(-z).T
-    y1, y0 = np.where(obs, y, 0.0), np.where(obs, 1.0 - np.nan_to_num(y), 0.0)
     outer = (nodes[:, :, None] * nodes[:, None, :]).reshape(len(nodes), -1)
     n, k = y.shape[0], bank.n_dims
     mean, second = np.empty((n, k)), np.empty((n, k * k))
-    step = max(1, block_cells // len(nodes))
-    for s in range(0, n, step):
-        post = _normalize_rows(y1[s:s + step] @ lp + y0[s:s + step] @ lq + logw)[0]
-        mean[s:s + step], second[s:s + step] = post @ nodes, post @ outer
+    for rows, post, _ in posterior_blocks(y, obs, z, logw, 8 * int(block_cells)):
+        mean[rows], second[rows] = post @ nodes, post @ outer
     return mean, second.reshape(n, k, k) - mean[:, :, None] * mean[:, None, :]
 
 
@@ -504,8 +505,12 @@ class MultidimIRT:
             raise ResponseDataError(f"responses have {y.shape[1]} items; the bank has {len(self.bank_)}")
         bank = self.bank_
         if bank.n_dims <= 2:
-            post, nodes = self._grid_posterior(y, obs, bank)
-            return post @ expit(nodes @ bank.loadings.T + bank.intercepts)
+            nodes, logw = product_grid(bank.n_dims, self.quadpts if bank.n_dims <= 2 else 15)
+            z = nodes @ bank.loadings.T + bank.intercepts
+            out, pz = np.empty(y.shape), expit(z)
+            for rows, post, _ in posterior_blocks(y, obs, z, logw):
+                out[rows] = post @ pz
+            return out
         from ..validation import as_generator
 
         rng = as_generator(0 if rng is None else rng)
@@ -561,13 +566,6 @@ class MultidimIRT:
         pa = 0.0 if self.prior_a_sd is None else 1.0 / float(self.prior_a_sd) ** 2
         pd_ = 0.0 if self.prior_d_sd is None else 1.0 / float(self.prior_d_sd) ** 2
         return np.r_[np.full(k, pa), pd_]
-
-    def _grid_posterior(self, y, obs, bank):
-        nodes, logw = product_grid(bank.n_dims, self.quadpts if bank.n_dims <= 2 else 15)
-        z = nodes @ bank.loadings.T + bank.intercepts
-        y1 = np.where(obs, y, 0.0)
-        ll = y1 @ log_expit(z).T + (obs - y1) @ log_expit(-z).T + logw
-        return _normalize_rows(ll)[0], nodes
 
     def _fit_em(self, y, obs, weights, A, d, prior):
         k = A.shape[1]

@@ -12,13 +12,17 @@ go through in blocks (a few MB), in one buffer allocated once per fit, and
 identical answer patterns are merged first (their weights summed). Each pattern's exponentials
 are shifted by its log-likelihood at the previous call (one more column of the product; the row
 maximum where that shift is off by hundreds of units), so no pass subtracts row maxima.
+
+The once-per-fit passes (standard errors, EAP scores, predictive probabilities) need each
+subject's normalized posterior: :func:`posterior_blocks` yields it by blocks of subjects of the
+same size, in one reused buffer.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import log_expit
 
-__all__ = ["GridEStep", "BLOCK_BYTES"]
+__all__ = ["GridEStep", "BLOCK_BYTES", "posterior_blocks"]
 
 #: bytes of one block of the (subjects x nodes) log-likelihoods (a few hundred subjects on
 #: mirt's K = 3 grid: big enough for efficient matrix products, far below the full matrix)
@@ -80,3 +84,30 @@ class GridEStep:
         j = self.n_items
         n = counts[j:j + 1] if self.complete else counts[j:2 * j]
         return loglik, counts[:j].T, n.T
+
+
+def posterior_blocks(y, obs, z, logw, block_bytes: int = BLOCK_BYTES):
+    """Each subject's posterior on the grid, by blocks of subjects: yields (rows, post, lognorm),
+    ``rows`` a slice of the subjects, ``post`` (rows, Q) the normalized posterior, ``lognorm``
+    (rows,) the log marginal likelihoods (with the log prior weights ``logw`` (Q,)), at item
+    logits z (Q, J); ``y`` (N, J) 0/1 (any value where ``obs`` is False). ``post`` lives in
+    one buffer reused by the next block: use it (or copy it) before asking for the next."""
+    obs = np.asarray(obs, dtype=bool)
+    y1 = np.where(obs, y, 0.0)
+    data = np.hstack([y1, obs - y1])                                  # [y | o - y]
+    coef = np.vstack([log_expit(z).T, log_expit(-z).T])               # (2J, Q)
+    logw = np.asarray(logw, dtype=float)
+    n, q = data.shape[0], coef.shape[1]
+    block = int(max(1, min(n, block_bytes // (8 * q))))
+    buf = np.empty((block, q))
+    for s in range(0, n, block):
+        rows = slice(s, min(n, s + block))
+        ll = buf[:rows.stop - s]
+        np.matmul(data[rows], coef, out=ll)
+        ll += logw
+        top = ll.max(axis=1, keepdims=True)
+        ll -= top
+        np.exp(ll, out=ll)
+        total = ll.sum(axis=1, keepdims=True)
+        ll /= total
+        yield rows, ll, top[:, 0] + np.log(total[:, 0])

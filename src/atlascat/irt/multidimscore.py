@@ -106,7 +106,7 @@ def score_multidim(responses, bank, method: str = "eap", *, quadpts: int | None 
                               "use method='map' or fewer quadpts")
         from .multidim import grid_eap
 
-        theta, cov = grid_eap(y, obs, bank, q, theta_range, _BLOCK_CELLS)
+        theta, cov = grid_eap(y, obs, bank, q, theta_range, _BLOCK_CELLS, MAX_NODES)
     else:
         q = None
         theta, cov = _map(y, obs, bank, int(max_iter), float(tol))

@@ -51,17 +51,19 @@ from scipy.special import expit, log_expit
 
 from ..errors import ConfigError, warn_user
 from .information import ObservedInformation
+from .multidimem import BLOCK_BYTES, posterior_blocks
 
 __all__ = ["MultidimStandardErrors", "multidim_standard_errors", "multidim_information",
            "mirt_orientation", "mirt_free", "write_bank_with_se"]
 
 
 def multidim_information(loadings, intercepts, y, weights, nodes, log_weights, *,
-                         prior_a_sd=None, prior_d_sd=None, block_cells: float = 4e6):
+                         prior_a_sd=None, prior_d_sd=None, block_bytes: int = BLOCK_BYTES):
     """Observed information (J (K + 1), J (K + 1)) of every item's (a_1..a_K, d), item by item,
     the marginal log-likelihood's gradient (J, K + 1) and the log-likelihood, on the grid
     ``nodes`` (Q, K) with normalized log prior weights ``log_weights`` (Q,); ``y`` 0/1 with NaN
-    missing, ``weights`` pattern frequencies or None; priors: N(0, sd^2) or None."""
+    missing, ``weights`` pattern frequencies or None; priors: N(0, sd^2) or None. Subjects go
+    through by blocks of ``block_bytes`` of posteriors (every sum below is over subjects)."""
     A = np.asarray(loadings, float)
     d = np.asarray(intercepts, float)
     y = np.asarray(y, float)
@@ -76,36 +78,37 @@ def multidim_information(loadings, intercepts, y, weights, nodes, log_weights, *
     w = np.ones(n) if weights is None else np.asarray(weights, float)
     z = X @ np.column_stack([A, d]).T                                  # (Q, J)
     p = expit(z)
-    ll = y1 @ log_expit(z).T + (o - y1) @ log_expit(-z).T + np.asarray(log_weights, float)
-    top = ll.max(axis=1, keepdims=True)
-    post = np.exp(ll - top)
-    total = post.sum(axis=1, keepdims=True)
-    post /= total
-    loglik = float(w @ (top[:, 0] + np.log(total[:, 0])))
-    wpost = post * w[:, None]
-    r, nq = wpost.T @ y1, wpost.T @ o                                  # (Q, J) counts
-    grad = (r - nq * p).T @ X                                          # (J, K + 1)
     XX = (X[:, :, None] * X[:, None, :]).reshape(Q, P1 * P1)
-    complete = ((nq * p * (1 - p)).T @ XX).reshape(J, P1, P1)          # -E[complete Hessian]
-    # sum_i w_i E[s_i s_i^T | y_i]: M_qjl by blocks of items, then sum_q x x^T M_qjl
-    second = np.empty((J, P1, J, P1))
-    missing = not obs.all()
-    b = int(max(1, min(J, np.sqrt(block_cells / Q))))
-    rows = int(max(1, block_cells // max(1, b * b)))
-    for j0 in range(0, J, b):
-        js = slice(j0, min(J, j0 + b))
-        for l0 in range(j0, J, b):
-            ls = slice(l0, min(J, l0 + b))
-            M = _pair_moments(wpost, y1, o, p, r, nq, js, ls, rows, missing)   # (Q, bj, bl)
-            blk = (XX.T @ M.reshape(Q, -1)).reshape(P1, P1, M.shape[1], M.shape[2])
-            second[js, :, ls, :] = blk.transpose(2, 0, 3, 1)
-            second[ls, :, js, :] = blk.transpose(3, 1, 2, 0)
-    # sum_i w_i S_i S_i^T, S_ij = y_ij (post X)_i - o_ij (post (P_j x))_i
     PX = (p[:, :, None] * X[:, None, :]).reshape(Q, J * P1)
-    S = (y1[:, :, None] * (post @ X)[:, None, :]
-         - o[:, :, None] * (post @ PX).reshape(n, J, P1)).reshape(n, J * P1)
-    cov = second.reshape(J * P1, J * P1) - (S * w[:, None]).T @ S
-    info = -cov
+    r, nq = np.zeros((Q, J)), np.zeros((Q, J))
+    loglik = 0.0
+    # sum_i w_i E[s_i s_i^T | y_i] (by blocks of items: M_qjl, then sum_q x x^T M_qjl) minus
+    # sum_i w_i S_i S_i^T, S_ij = y_ij (post X)_i - o_ij (post (P_j x))_i
+    cov = np.zeros((J, P1, J, P1))
+    b = int(max(1, min(J, np.sqrt(block_bytes / (32 * Q)))))   # M and its temporaries: 1/4 block
+    missing = not obs.all()
+    for rows, post, lognorm in posterior_blocks(y1, obs, z, log_weights, block_bytes):
+        wb, yb, ob = w[rows], y1[rows], o[rows]
+        loglik += float(wb @ lognorm)
+        S = (yb[:, :, None] * (post @ X)[:, None, :]
+             - ob[:, :, None] * (post @ PX).reshape(len(yb), J, P1)).reshape(len(yb), J * P1)
+        cov.reshape(J * P1, J * P1)[...] -= (S * wb[:, None]).T @ S
+        post *= wb[:, None]                                            # w_i post_iq
+        rb, nb = post.T @ yb, post.T @ ob
+        r += rb
+        nq += nb
+        for j0 in range(0, J, b):
+            js = slice(j0, min(J, j0 + b))
+            for l0 in range(j0, J, b):
+                ls = slice(l0, min(J, l0 + b))
+                M = _pair_moments(post, yb, ob, p, rb, nb, js, ls, missing)   # (Q, bj, bl)
+                blk = (XX.T @ M.reshape(Q, -1)).reshape(P1, P1, M.shape[1], M.shape[2])
+                cov[js, :, ls, :] += blk.transpose(2, 0, 3, 1)
+                if l0 != j0:
+                    cov[ls, :, js, :] += blk.transpose(3, 1, 2, 0)
+    grad = (r - nq * p).T @ X                                          # (J, K + 1)
+    complete = ((nq * p * (1 - p)).T @ XX).reshape(J, P1, P1)          # -E[complete Hessian]
+    info = -cov.reshape(J * P1, J * P1)
     idx = np.arange(J)
     info.reshape(J, P1, J, P1)[idx, :, idx, :] += complete
     prec = np.r_[np.full(K, 0.0 if prior_a_sd is None else float(prior_a_sd) ** -2),
@@ -115,29 +118,29 @@ def multidim_information(loadings, intercepts, y, weights, nodes, log_weights, *
     return 0.5 * (info + info.T), grad, loglik
 
 
-def _pair_moments(wpost, y1, o, p, r, nq, js, ls, rows, missing):
-    """M_qjl = sum_i w_i post_iq (y_ij - o_ij P_qj)(y_il - o_il P_ql) for items js x ls."""
-    n, Q = wpost.shape
-    bj, bl = y1[:, js].shape[1], y1[:, ls].shape[1]
-    Tyy = np.zeros((Q, bj, bl))
-    Toy = np.zeros((Q, bj, bl)) if missing else None
-    Tyo = np.zeros((Q, bj, bl)) if missing else None
-    Too = np.zeros((Q, bj, bl)) if missing else None
-    for s in range(0, n, rows):
-        wp = wpost[s:s + rows].T                                       # (Q, rows)
-        yj, yl = y1[s:s + rows, js], y1[s:s + rows, ls]
-        Tyy += (wp @ (yj[:, :, None] * yl[:, None, :]).reshape(len(yj), -1)).reshape(Q, bj, bl)
-        if missing:
-            oj, ol = o[s:s + rows, js], o[s:s + rows, ls]
-            Toy += (wp @ (oj[:, :, None] * yl[:, None, :]).reshape(len(yj), -1)).reshape(Q, bj, bl)
-            Tyo += (wp @ (yj[:, :, None] * ol[:, None, :]).reshape(len(yj), -1)).reshape(Q, bj, bl)
-            Too += (wp @ (oj[:, :, None] * ol[:, None, :]).reshape(len(yj), -1)).reshape(Q, bj, bl)
+def _pair_moments(wpost, y1, o, p, r, nq, js, ls, missing):
+    """M_qjl = sum_i w_i post_iq (y_ij - o_ij P_qj)(y_il - o_il P_ql) for items js x ls over
+    one block of subjects (``r``, ``nq`` that block's expected counts)."""
+    Q = wpost.shape[1]
+    wp = wpost.T                                                       # (Q, rows)
+    yj, yl = y1[:, js], y1[:, ls]
+    bj, bl = yj.shape[1], yl.shape[1]
+
+    def pair(u, v):
+        return (wp @ (u[:, :, None] * v[:, None, :]).reshape(len(u), -1)).reshape(Q, bj, bl)
+
     pj, pl = p[:, js][:, :, None], p[:, ls][:, None, :]
+    M = pair(yj, yl)                        # in place: M and one temporary of its size at most
     if not missing:   # every answer observed: the pair sums are the item counts and node masses
-        Toy = np.broadcast_to(r[:, None, ls], Tyy.shape)
-        Tyo = np.broadcast_to(r[:, js, None], Tyy.shape)
-        Too = nq[:, :1, None]
-    return Tyy - pj * Toy - pl * Tyo + pj * pl * Too
+        M -= pj * r[:, None, ls]
+        M -= pl * r[:, js, None]
+        M += (pj * nq[:, :1, None]) * pl
+        return M
+    oj, ol = o[:, js], o[:, ls]
+    for t, f in ((pair(oj, yl), -pj), (pair(yj, ol), -pl), (pair(oj, ol), pj * pl)):
+        t *= f
+        M += t
+    return M
 
 
 def mirt_orientation(loadings):
