@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,14 +16,12 @@ from atlascat.errors import ConfigError
 from atlascat.irt.calibrate import Calibrator, calibrate
 from atlascat.irt.groups import read_groups
 
-DATA = Path(__file__).parent / "data" / "mirt_groups"
+from mirt_groups_data import DATA, read_answers
 
 
 @pytest.fixture(scope="module")
 def data():
-    x = pd.read_csv(DATA / "responses.csv", index_col=0)
-    groups = pd.read_csv(DATA / "groups.csv", index_col=0)["group"]
-    return x, groups
+    return read_answers()
 
 
 @pytest.mark.parametrize("model", ["2pl", "rasch", "1pl"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,14 +18,12 @@ from atlascat.irt.bank import ItemBank
 from atlascat.irt.calibrate import calibrate
 from atlascat.irt.groupscore import group_priors, score_by_prior, score_groups
 
-DATA = Path(__file__).parent / "data" / "mirt_groups"
+from mirt_groups_data import DATA, read_answers
 
 
 @pytest.fixture(scope="module")
 def data():
-    x = pd.read_csv(DATA / "responses.csv", index_col=0)
-    groups = pd.read_csv(DATA / "groups.csv", index_col=0)["group"]
-    return x, groups, pd.read_csv(DATA / "scores.csv")
+    return (*read_answers(), pd.read_csv(DATA / "scores.csv"))
 
 
 def _mirt_fit(name):

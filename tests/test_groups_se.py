@@ -6,7 +6,6 @@ Hessian of the marginal log-likelihood (independent of mirt), and ``atlas calibr
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,14 +15,12 @@ from scipy.special import log_expit, logsumexp
 from atlascat.cli import main
 from atlascat.irt.calibrate import calibrate
 
-DATA = Path(__file__).parent / "data" / "mirt_groups"
+from mirt_groups_data import DATA, read_answers
 
 
 @pytest.fixture(scope="module")
 def data():
-    x = pd.read_csv(DATA / "responses.csv", index_col=0)
-    groups = pd.read_csv(DATA / "groups.csv", index_col=0)["group"]
-    return x, groups
+    return read_answers()
 
 
 @pytest.mark.parametrize("model", ["2pl", "rasch"])
