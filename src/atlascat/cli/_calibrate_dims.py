@@ -89,10 +89,10 @@ def _write_scores(bank, rm, path: Path) -> None:
     full.scores.SE = TRUE, on the bank's axes) in the columns ``atlas score`` writes on the
     bank: subject_id, theta_k, se_k, n_items, mean_score [, freq]."""
     from ..irt.multidimscore import score_multidim
-    from ._score_table import with_mean_score_last, write_calibration_scores
+    from ._score_table import with_mean_score, write_calibration_scores
 
-    df = with_mean_score_last(score_multidim(rm, bank, "eap").to_frame(),
-                              rm.aligned_values(bank.item_ids, extra="ignore"), rm.weights)
+    df = with_mean_score(score_multidim(rm, bank, "eap").to_frame(),
+                         rm.aligned_values(bank.item_ids, extra="ignore"), rm.weights, at=None)
     write_calibration_scores(df, path)
 
 

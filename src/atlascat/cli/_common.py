@@ -538,13 +538,14 @@ def group_priors_option(groups, summary):
     return {"groups": read_groups(groups), "priors": priors}
 
 
-def write_scores_csv(df, output) -> None:
-    """A score table written whole or not at all (8 significant digits), its folder made."""
+def write_scores_csv(df, output, digits: int = 8) -> None:
+    """A score table written whole or not at all (``digits`` significant digits), its folder
+    made."""
     from ..validation import write_guard
 
     with write_guard(output):
         output.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(output, index=False, float_format="%.8g")
+        df.to_csv(output, index=False, float_format=f"%.{digits}g")
 
 
 def wrote_line(*paths) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._common import align_items, console, load_responses, print_frame, write_scores_csv
-from ._score_table import with_mean_score_last
+from ._score_table import with_mean_score
 
 #: what a multidimensional bank is scored by, said when something else is asked
 SUPPORTED = ("a multidimensional bank is scored by --method eap or map (mirt's fscores; wle "
@@ -44,7 +44,8 @@ def score_dims_cmd(responses, bank, method: str, output, *, freq_column, normali
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items)
     res = score_multidim(rm, bk, method, quadpts=quadpts, rotate=rotate)
-    df = with_mean_score_last(res.to_frame(), rm.aligned_values(bk.item_ids), rm.weights)
+    df = with_mean_score(res.to_frame(), rm.aligned_values(bk.item_ids), rm.weights,
+                         at=None)
     if output is not None:
         write_scores_csv(df, output)
         console.print(f"wrote {len(df)} scores ({method}, {bk.n_dims} dimensions) to {output}")

@@ -5,28 +5,17 @@ multidimensional bank's: subject_id, theta_1..K, se_1..K, n_items, mean_score [,
 from __future__ import annotations
 
 
-def with_mean_score(df, values, weights=None):
+def with_mean_score(df, values, weights=None, at: int | None = 4):
     """``df`` (:func:`atlascat.irt.ability.estimate_ability`'s frame) with ``mean_score``, the
     mean item score over the answered items (``values``: subjects x bank items, NaN missing),
-    after n_items, and the pattern frequencies (``freq``) last."""
+    at column ``at`` (after n_items; None: last, a multidimensional bank's table), and the
+    pattern frequencies (``freq``) after it."""
     import numpy as np
 
     obs = ~np.isnan(values)
     with np.errstate(invalid="ignore", divide="ignore"):
-        df.insert(4, "mean_score", np.where(obs, values, 0.0).sum(1) / obs.sum(1))
-    if weights is not None:
-        df["freq"] = weights
-    return df
-
-
-def with_mean_score_last(df, values, weights=None):
-    """A multidimensional bank's table (subject_id, theta_1..K, se_1..K, n_items) with
-    ``mean_score`` (as :func:`with_mean_score`'s) and the pattern frequencies after it."""
-    import numpy as np
-
-    obs = ~np.isnan(values)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        df["mean_score"] = np.where(obs, values, 0.0).sum(1) / obs.sum(1)
+        mean = np.where(obs, values, 0.0).sum(1) / obs.sum(1)
+    df.insert(len(df.columns) if at is None else at, "mean_score", mean)
     if weights is not None:
         df["freq"] = weights
     return df
@@ -76,8 +65,6 @@ def calibration_scores(res, values, groups=None):
 def write_calibration_scores(df, path) -> None:
     """``atlas calibrate --scores``: the table written whole or not at all, 10 significant
     digits (the numbers of the fit, to compare with ``atlas score``'s 8)."""
-    from ..validation import write_guard
+    from ._common import write_scores_csv
 
-    with write_guard(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(path, index=False, float_format="%.10g")
+    write_scores_csv(df, path, digits=10)
