@@ -229,7 +229,7 @@ def test_the_s_x2_note_names_the_statistic_given(tmp_path, capsys):
 @pytest.mark.parametrize("extra,words", [
     (["--q3"], "--q3: binary banks only"),
     (["--partition-size", "2"], "--partition-size: binary banks only"),
-    (["--estimated", "2pl"], "all or none"),
+    (["--estimated", "2pl"], "--estimated 2pl is not what an ordinal bank takes: all or none"),
     (["--m2", "M2*"], "too few items"),
     (["--m2", "M3"], "--m2 must be"),
 ])

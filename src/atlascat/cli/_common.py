@@ -195,7 +195,7 @@ KEYWORD_OPTIONS = {"quadpts": "--quadpts", "tol": "--tol", "max_iter": "--max-it
                    "value_range": "--rating-range", "prior_mean": "--prior-mean",
                    "prior_sd": "--prior-sd", "n_dims": "--dims"}
 #: keywords named by their option only where the text sets them (``method='map'``)
-SETTING_OPTIONS = {"method": "--method", "model": "--model"}
+SETTING_OPTIONS = {"method": "--method", "model": "--model", "estimated": "--estimated"}
 
 
 def option_names(text: str) -> str:

@@ -112,7 +112,7 @@ def ordinal_estimated(estimated) -> str:
     if est in poly.ORDINAL_MODELS or est == "mixed":
         est = "all"
     if est not in ORDINAL_ESTIMATED:
-        raise ConfigError(f"estimated for an ordinal bank must be all or none, got {estimated!r}")
+        raise ConfigError(f"estimated={estimated!r} is not what an ordinal bank takes: all or none")
     return est
 
 
