@@ -120,7 +120,7 @@ def test_a_task_with_several_targets_scores_any_alias(tmp_path):
     for alias in _aliases(gold):
         assert ir.score(" " + alias + "\nQ: more") == 1, alias
     assert ir.score(" " + gold.lower()) == 0                    # exact match: case counts
-    rec = next(json.loads(x) for x in (tmp_path / "bank" / "requests.jsonl").open()
+    rec = next(json.loads(x) for x in (tmp_path / "bank" / "requests.jsonl").read_text().splitlines()
                if json.loads(x)["item_id"] == item)
     assert rec["targets"] == _aliases(gold)
 
@@ -154,7 +154,7 @@ def test_a_command_scoring_a_logged_metric_is_sent_the_target(tmp_path):
                   "-q", "-o", tmp_path / "live"]) == 0
     row = json.loads((tmp_path / "live" / "results.json").read_text())[0]
     targets = {r["item_id"]: r["target"] for r in map(json.loads, (tmp_path / "bank" /
-                                                                   "requests.jsonl").open())}
+                                                                   "requests.jsonl").read_text().splitlines())}
     by_hand = [_rouge_like(" ".join(targets[i].split()[:2]) + " x", targets[i])
                for i in row["items"]]
     assert row["n_items"] == 8 and row["scores"] == pytest.approx(by_hand)
@@ -185,7 +185,7 @@ def test_simulated_logs_from_the_real_winogrande_log(tmp_path):
     folder = load_bank_dir(tmp_path / "bank")
     assert folder.manifest["requests"]["rule_agreement_min"] == 1.0
     answer = {str(r["doc"]["metabench_idx"]): int(r["doc"]["answer"]) - 1 for r in recs}
-    for rec in map(json.loads, (tmp_path / "bank" / "requests.jsonl").open()):
+    for rec in map(json.loads, (tmp_path / "bank" / "requests.jsonl").read_text().splitlines()):
         assert rec["gold"] == answer[rec["item_id"]]
 
 
@@ -510,5 +510,5 @@ def test_replay_of_a_folder_with_several_targets(tmp_path):
                   "-o", tmp_path / "rep"]) == 0
     row = json.loads((tmp_path / "rep" / "results.json").read_text())[0]
     f = root / "org__gen-11" / "samples_toyqa_2025-01-01T00-00-00.000000.jsonl"
-    logged = {str(r["doc_id"]): r["exact_match"] for r in map(json.loads, f.open())}
+    logged = {str(r["doc_id"]): r["exact_match"] for r in map(json.loads, f.read_text().splitlines())}
     assert row["scores"] == [logged[i] for i in row["items"]]
