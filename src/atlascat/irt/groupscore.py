@@ -23,7 +23,12 @@ import pandas as pd
 from ..errors import ConfigError
 from .defaults import SCORE_QUADPTS, THETA_RANGE
 
-__all__ = ["group_priors", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups"]
+__all__ = ["group_priors", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups",
+           "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors"]
+
+#: the bank column in which a multiple-group fit records its groups' priors: on every row the
+#: same JSON text {label: [mean, sd], ...}, in the fit's order (the reference first)
+GROUP_PRIORS_COLUMN = "group_priors"
 
 
 def group_priors(source) -> dict:
@@ -59,6 +64,62 @@ def group_priors(source) -> dict:
                               "needs a finite mean and a positive sd")
         out[label] = (mean, sd)
     return out
+
+
+def with_group_priors(bank, source):
+    """``bank`` (an ItemBank or PolyBank) with the groups' priors of ``source`` (anything
+    :func:`group_priors` takes) recorded in its :data:`GROUP_PRIORS_COLUMN` metadata column:
+    what a multiple-group fit's bank carries, in its file too, so that a reader knows it was
+    fitted with groups (:func:`bank_group_priors`)."""
+    import json
+
+    from .bank import ItemBank
+
+    text = json.dumps({g: [m, s] for g, (m, s) in group_priors(source).items()})
+    meta = (pd.DataFrame(index=range(len(bank))) if bank.metadata is None
+            else bank.metadata.reset_index(drop=True).copy())
+    meta[GROUP_PRIORS_COLUMN] = text
+    if isinstance(bank, ItemBank):
+        return ItemBank(bank.item_ids, *bank.params, metadata=meta, model=bank.model)
+    return type(bank)(bank.item_ids, bank.params, bank.models, bank.levels, scales=bank.scales,
+                      metadata=meta)
+
+
+def bank_group_priors(bank) -> dict | None:
+    """The groups' priors {label: (mean, sd)} a bank of a multiple-group fit records
+    (:func:`with_group_priors`; read back from its file), or None for a bank without them
+    (one-group fits, mirt's files, banks whose rows record different ones)."""
+    import json
+
+    meta = getattr(bank, "metadata", None)
+    if meta is None or GROUP_PRIORS_COLUMN not in meta.columns:
+        return None
+    texts = {v if isinstance(v, str) else json.dumps(v) for v in meta[GROUP_PRIORS_COLUMN]
+             if isinstance(v, (str, dict))}
+    if len(texts) != 1:
+        return None
+    try:
+        return group_priors(json.loads(texts.pop()))
+    except (ValueError, ConfigError):
+        return None
+
+
+def check_bank_priors(bank, priors, *, rtol: float = 1e-6) -> None:
+    """A ConfigError of one line when ``bank`` records groups' priors
+    (:func:`bank_group_priors`) other than ``priors`` ({label: (mean, sd)}): a summary of
+    another fit than the one that wrote the bank. Nothing for a bank that records none."""
+    own = bank_group_priors(bank)
+    if own is None:
+        return
+    if set(own) != set(priors):
+        raise ConfigError(f"the bank was fitted with groups {', '.join(own)}, the summary holds "
+                          f"{', '.join(priors)}: give the summary of the fit that wrote the bank")
+    for g, (m, s) in own.items():
+        if not np.allclose(priors[g], (m, s), rtol=rtol, atol=rtol):
+            raise ConfigError(
+                f"group {g!r} is N({m:.4g}, {s:.4g}^2) in the bank, N({priors[g][0]:.4g}, "
+                f"{priors[g][1]:.4g}^2) in the summary: give the summary of the fit that "
+                "wrote the bank")
 
 
 def _read_summary(path) -> dict:
