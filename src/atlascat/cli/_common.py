@@ -538,6 +538,15 @@ def group_priors_option(groups, summary):
     return {"groups": read_groups(groups), "priors": priors}
 
 
+def fit_grouping(groups, summary, group_delta) -> dict | None:
+    """--groups and --summary read (:func:`group_priors_option`) with --group-delta
+    (``group_delta``: True unless it is mirt), or None without them."""
+    grouping = group_priors_option(groups, summary)
+    if grouping is not None:
+        grouping["group_delta"] = group_delta is None or group_delta.lower() != "mirt"
+    return grouping
+
+
 def check_grouped_bank(bank, grouping, what: str = "scored", prior=(0.0, 1.0)) -> None:
     """A bank of ``atlas calibrate --groups`` (the priors it records: :func:`atlascat.irt.
     groupscore.bank_group_priors`) without ``grouping`` (--groups and --summary read): a
