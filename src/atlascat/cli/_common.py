@@ -554,7 +554,7 @@ def check_grouped_bank(bank, grouping, what: str = "scored", prior=(0.0, 1.0)) -
     and SD, for every subject without them); with them, a one-line error where --summary's
     groups are not the bank's (:func:`atlascat.irt.groupscore.check_bank_priors`)."""
     from ..errors import ConfigError
-    from ..irt.groupscore import bank_group_priors, check_bank_priors
+    from ..irt.grouplabels import bank_group_priors, check_bank_priors
 
     if grouping:
         try:

@@ -250,7 +250,8 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
     bank = to_bank(item_ids, fit["th"], item_model, "1pl" if model == "rasch" else model,
                    fit["var"])
     summary = group_summary(groups, fit, w)
-    from .groupscore import eap_by_prior, with_group_priors
+    from .grouplabels import with_group_priors
+    from .groupscore import eap_by_prior
 
     bank = with_group_priors(bank, summary)   # its file says it was fitted with groups
     ses = None
