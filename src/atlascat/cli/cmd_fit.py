@@ -118,8 +118,8 @@ def _group_report(report: dict, rm, bank, estimated, grouping, items: bool, pers
     from ..irt.groupfit import m2_groups, sx2_groups
     from ._fit_ordinal import sx2_rows
 
+    report["group_delta"] = grouping.get("group_delta", True)   # False: mirt's M2
     try:
-        report["group_delta"] = grouping.get("group_delta", True)   # False: mirt's M2
         report.update(m2_groups(rm, bank, grouping["groups"], grouping["priors"],
                                 estimated=estimated,
                                 group_delta=grouping.get("group_delta", True)))
