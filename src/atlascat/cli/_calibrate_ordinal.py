@@ -165,6 +165,10 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     from ._common import err_console, print_frame, se_line, warn
 
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
+    if method in ("eap", "map"):   # ML and WLE take no prior
+        from ._common import check_grouped_bank
+
+        check_grouped_bank(bk, grouping, prior=(prior_mean, prior_sd))
     iids = list(frame.columns)
     if grouping is None:
         df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,

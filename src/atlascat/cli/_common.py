@@ -538,6 +538,38 @@ def group_priors_option(groups, summary):
     return {"groups": read_groups(groups), "priors": priors}
 
 
+def fit_grouping(groups, summary, group_delta) -> dict | None:
+    """--groups and --summary read (:func:`group_priors_option`) with --group-delta
+    (``group_delta``: True unless it is mirt), or None without them."""
+    grouping = group_priors_option(groups, summary)
+    if grouping is not None:
+        grouping["group_delta"] = group_delta is None or group_delta.lower() != "mirt"
+    return grouping
+
+
+def check_grouped_bank(bank, grouping, what: str = "scored", prior=(0.0, 1.0)) -> None:
+    """A bank of ``atlas calibrate --groups`` (the priors it records: :func:`atlascat.irt.
+    groupscore.bank_group_priors`) without ``grouping`` (--groups and --summary read): a
+    one-line warning naming them (``what`` the command does under the one ``prior``, mean
+    and SD, for every subject without them); with them, a one-line error where --summary's
+    groups are not the bank's (:func:`atlascat.irt.groupscore.check_bank_priors`)."""
+    from ..errors import ConfigError
+    from ..irt.grouplabels import bank_group_priors, check_bank_priors
+
+    if grouping:
+        try:
+            check_bank_priors(bank, grouping["priors"])
+        except ConfigError as exc:
+            raise ConfigError(f"--summary: {exc}") from None
+        return
+    own = bank_group_priors(bank)
+    if own is not None:
+        one = "N(0, 1)" if tuple(prior) == (0.0, 1.0) else f"N({prior[0]:g}, {prior[1]:g}^2)"
+        warn(f"the bank is from a multiple-group fit (groups {', '.join(own)}): {what} under "
+             f"{one} for every subject; --groups GROUPS.csv --summary FIT.json put each "
+             "subject under its group's prior")
+
+
 def write_scores_csv(df, output, digits: int = 8) -> None:
     """A score table written whole or not at all (``digits`` significant digits), its folder
     made."""

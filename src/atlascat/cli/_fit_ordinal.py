@@ -66,12 +66,14 @@ def _group_report(report: dict, frame, bank, weights, grouping, items: bool,
     from ..irt.groupfit import m2_ordinal_groups, sx2_groups
 
     kind = report["statistic"]      # auto: M2* where it has df, else C2
+    report["group_delta"] = grouping.get("group_delta", True)   # False: mirt's M2
     try:
         if report["estimated"] != "all":
             raise ConfigError("it needs the bank's parameters estimated from these ratings "
                               "(--estimated all)")
         report.update(m2_ordinal_groups(frame, bank, grouping["groups"], grouping["priors"],
-                                        statistic=kind, gpcm_slope=gpcm_slope))
+                                        statistic=kind, gpcm_slope=gpcm_slope,
+                                        group_delta=grouping.get("group_delta", True)))
     except (ConfigError, ResponseDataError) as exc:
         report["M2_note"] = f"{kind} left out: {exc}; item fit (S-X2) within each group below"
     if items:
@@ -114,14 +116,14 @@ def sx2_subjects(report: dict, n_complete: float, n_total: float, *, partitions:
 
 def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_items: str,
                     estimated, statistic, gpcm_slope, items: bool,
-                    binary_only: dict, grouping=(None, None)) -> dict:
+                    binary_only: dict, grouping=(None, None, None)) -> dict:
     """Read the ratings and the ordinal bank, refuse the binary-only options, and return
     :func:`ordinal_fit_report` (the command prints it as for a binary bank); ``grouping``:
-    --groups and --summary (:func:`._common.group_priors_option`)."""
+    --groups, --summary and --group-delta (:func:`._common.fit_grouping`)."""
     from ..errors import ConfigError
     from ..irt.polyfitstats import ordinal_estimated
     from ._calibrate_ordinal import read_bank_and_ratings
-    from ._common import group_priors_option
+    from ._common import check_grouped_bank, fit_grouping
 
     given = [name for name, on in binary_only.items() if on]
     if given:
@@ -129,9 +131,10 @@ def fit_ordinal_cmd(responses, bank, *, freq_column, normalize_ids: bool, extra_
                           f"{'it' if len(given) == 1 else 'them'} for an ordinal bank (its fit "
                           "takes --m2, --gpcm-slope, --estimated all|none, --no-items, "
                           "--groups with --summary)")
-    grouping = group_priors_option(*grouping)
+    grouping = fit_grouping(*grouping)
     est = ordinal_estimated(estimated)
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
+    check_grouped_bank(bk, grouping, "M2 and S-X2 computed")
     iids = list(frame.columns)
     unknown = [str(i) for i in iids if str(i) not in bk]
     if unknown and extra_items == "error":

@@ -17,6 +17,35 @@ _GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " M2
                        "groups and S-X2 within each under its prior (mirt's M2 and itemfit on "
                        "multipleGroup).")
 _SUMMARY = typer.Option(None, "--summary", metavar="JSON", help=SUMMARY_HELP)
+_GROUP_DELTA = typer.Option(None, "--group-delta", help="With --groups: full (the groups' means "
+                            "and variances among M2's parameters, in Delta) or mirt to "
+                            "reproduce mirt 1.45.1's M2 on a multipleGroup fit (leaves them "
+                            "out of Delta; df the same) [default: full].")
+_M2 = typer.Option(None, "--m2", help="Ordinal banks: M2* (mirt's default: item-score "
+                   "moments), C2 (category proportions and item-score products), or auto (M2*; "
+                   "C2 where M2* has no df or the moments leave parameters undetermined) "
+                   "[default: auto].")
+_GPCM_SLOPE = typer.Option(None, "--gpcm-slope", help="Ordinal banks: exact, or mirt to "
+                           "reproduce mirt 1.45.1's M2 of GPCM items (its dP slope derivative) "
+                           "[default: exact].")
+
+
+def _check_choices(extra_items, m2_type, gpcm_slope, group_delta, groups) -> None:
+    """--extra-items, --m2, --gpcm-slope and --group-delta (with --groups only) checked: a
+    one-line error for a value not among their choices."""
+    from ..errors import ConfigError
+
+    if extra_items not in ("ignore", "error"):
+        raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
+    if m2_type is not None and m2_type.upper() not in ("M2*", "C2", "AUTO"):
+        raise ConfigError(f"--m2 must be M2*, C2 or auto, got {m2_type!r}")
+    if gpcm_slope is not None and gpcm_slope.lower() not in ("exact", "mirt"):
+        raise ConfigError(f"--gpcm-slope must be exact or mirt, got {gpcm_slope!r}")
+    if group_delta is not None and group_delta.lower() not in ("full", "mirt"):
+        raise ConfigError(f"--group-delta must be full or mirt, got {group_delta!r}")
+    if group_delta is not None and groups is None:
+        raise ConfigError("--group-delta sets M2 over the groups of a multiple-group bank: "
+                          "give --groups and --summary")
 
 
 def fit_report(rm, bank, *, estimated=None, partition_size: int | None = None, seed: int = 0,
@@ -89,9 +118,11 @@ def _group_report(report: dict, rm, bank, estimated, grouping, items: bool, pers
     from ..irt.groupfit import m2_groups, sx2_groups
     from ._fit_ordinal import sx2_rows
 
+    report["group_delta"] = grouping.get("group_delta", True)   # False: mirt's M2
     try:
         report.update(m2_groups(rm, bank, grouping["groups"], grouping["priors"],
-                                estimated=estimated))
+                                estimated=estimated,
+                                group_delta=grouping.get("group_delta", True)))
     except (ConfigError, ResponseDataError) as exc:
         report["M2_note"] = f"M2 left out: {exc}; item fit (S-X2) within each group below"
     if items:
@@ -157,18 +188,11 @@ def register(app: typer.Typer) -> None:
         q3: bool = typer.Option(False, "--q3", help="Add Q3 residual correlations."),
         extra_items: str = typer.Option("ignore", "--extra-items",
                                         help="ignore or error: response items not in the bank."),
-        m2_type: str = typer.Option(None, "--m2",
-                                    help="Ordinal banks: M2* (mirt's default: item-score "
-                                         "moments), C2 (category proportions and item-score "
-                                         "products), or auto (M2*; C2 where M2* has no df or "
-                                         "the moments leave parameters undetermined) "
-                                         "[default: auto]."),
-        gpcm_slope: str = typer.Option(None, "--gpcm-slope",
-                                       help="Ordinal banks: exact, or mirt to reproduce mirt "
-                                            "1.45.1's M2 of GPCM items (its dP slope "
-                                            "derivative) [default: exact]."),
+        m2_type: str = _M2,
+        gpcm_slope: str = _GPCM_SLOPE,
         groups: Path = _GROUPS,
         summary: Path = _SUMMARY,
+        group_delta: str = _GROUP_DELTA,
     ):
         """Model fit: M2, df, p, RMSEA (90% CI), SRMSR, TLI, CFI, and S-X2 per item.
 
@@ -178,16 +202,11 @@ def register(app: typer.Typer) -> None:
         An ordinal (graded / gpcm) bank: RESPONSES are ratings on the items' own scales, and
         the statistics are mirt's M2(mod) (M2* or C2, --m2) and itemfit(mod) S-X2.
         """
-        from ..errors import ConfigError
         from ..irt.polybank import is_poly_bank_file
 
-        if extra_items not in ("ignore", "error"):
-            raise ConfigError(f"--extra-items must be ignore or error, got {extra_items!r}")
-        if m2_type is not None and m2_type.upper() not in ("M2*", "C2", "AUTO"):
-            raise ConfigError(f"--m2 must be M2*, C2 or auto, got {m2_type!r}")
-        if gpcm_slope is not None and gpcm_slope.lower() not in ("exact", "mirt"):
-            raise ConfigError(f"--gpcm-slope must be exact or mirt, got {gpcm_slope!r}")
+        _check_choices(extra_items, m2_type, gpcm_slope, group_delta, groups)
         check_seed(seed)
+        grouping = (groups, summary, group_delta)
         output_file(output, inputs={"RESPONSES": responses, "--bank": bank, "--groups": groups,
                                     "--summary": summary})
         if is_poly_bank_file(bank):   # graded / gpcm items: ratings on their own scales
@@ -200,14 +219,14 @@ def register(app: typer.Typer) -> None:
                 gpcm_slope=None if gpcm_slope is None else gpcm_slope.lower(),
                 items=not no_items,
                 binary_only={"--partition-size": partition_size is not None,
-                             "--person-fit": person, "--q3": q3}, grouping=(groups, summary))
+                             "--person-fit": person, "--q3": q3}, grouping=grouping)
         else:
             report = _binary_fit(responses, bank, freq_column=freq_column,
                                  normalize_ids=normalize_ids, extra_items=extra_items,
                                  estimated=estimated, partition_size=partition_size, seed=seed,
                                  items=not no_items, person=person, q3=q3,
                                  ordinal_only=(("--m2", m2_type), ("--gpcm-slope", gpcm_slope)),
-                                 grouping=(groups, summary))
+                                 grouping=grouping)
         _show(report, output, as_json)
 
 
@@ -226,16 +245,16 @@ def _show(report: dict, output, as_json: bool) -> None:
 
 
 def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, estimated,
-                partition_size, seed, items, person, q3, ordinal_only, grouping=(None, None)
-                ) -> dict:
+                partition_size, seed, items, person, q3, ordinal_only,
+                grouping=(None, None, None)) -> dict:
     """The report of a binary bank (its options checked; the ordinal-only ones refused);
-    ``grouping``: --groups and --summary (:func:`._common.group_priors_option`)."""
+    ``grouping``: --groups, --summary and --group-delta (:func:`._common.fit_grouping`)."""
     from ..catalogue import BankRef
     from ..errors import ConfigError
     from ..bankdir.predict import read_answers
-    from ._common import align_items, binary_bank_only, group_priors_option
+    from ._common import align_items, binary_bank_only, check_grouped_bank, fit_grouping
 
-    grouping = group_priors_option(*grouping)
+    grouping = fit_grouping(*grouping)
     clash = [o for o, on in (("--partition-size", partition_size is not None), ("--q3", q3))
              if on and grouping is not None]
     if clash:
@@ -253,6 +272,7 @@ def _binary_fit(responses, bank, *, freq_column, normalize_ids, extra_items, est
                           f"drop {'it' if len(given) == 1 else 'them'} for {bank!r}")
     binary_bank_only(bk, bank, "atlas fit", "tests right/wrong items (M2, S-X2)",
                      "compare its models by the AIC and BIC atlas calibrate prints")
+    check_grouped_bank(bk, grouping, "M2 and S-X2 computed")
     rm = read_answers(responses, ref, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items, restrict_bank=True)
     from ._common import progress_bar

@@ -12,6 +12,12 @@ from ._common import (GROUPS_HELP, SUMMARY_HELP, bank_option_help, console, json
                       print_frame)
 
 
+_GROUPS = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " S-X2 within each "
+                       "group under its prior, summed per item on the summed df (mirt's "
+                       "itemfit per group); information over the groups' priors.")
+_SUMMARY = typer.Option(None, "--summary", metavar="FILE", help=SUMMARY_HELP)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("items")
     def items(
@@ -36,11 +42,8 @@ def register(app: typer.Typer) -> None:
         u_min: float = typer.Option(0.9, "--u-min", help="Flag u below this (low_u)."),
         alpha: float = typer.Option(0.01, "--alpha",
                                     help="Flag S-X2 p below this after Benjamini-Hochberg."),
-        groups: Path = typer.Option(None, "--groups", metavar="FILE", help=GROUPS_HELP + " S-X2 "
-                                    "within each group under its prior, summed per item on the "
-                                    "summed df (mirt's itemfit per group); information over the "
-                                    "groups' priors."),
-        summary: Path = typer.Option(None, "--summary", metavar="FILE", help=SUMMARY_HELP),
+        groups: Path = _GROUPS,
+        summary: Path = _SUMMARY,
     ):
         """Item quality report: flawed items and each item's share of the test information.
 
@@ -55,7 +58,7 @@ def register(app: typer.Typer) -> None:
         from ..studies.item_quality import FLAGS, item_quality
         from ..catalogue import BankRef
         from ..bankdir.predict import read_answers
-        from ._common import align_items, group_priors_option
+        from ._common import align_items, check_grouped_bank, group_priors_option
 
         from ..errors import ConfigError
 
@@ -69,6 +72,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("--groups: give RESPONSES, the answers each group's item fit "
                               "(S-X2) and its share of the subjects come from")
         bk = (ref := BankRef.from_option(bank, normalize_ids=normalize_ids)).load()
+        check_grouped_bank(bk, grouping, "the information share" + (
+            "" if responses is None else " and S-X2") + " computed")
         rm = None
         if responses is not None and _is_ordinal(bk):     # ratings on the items' own scales
             rm, bk = _ordinal_ratings(responses, bk, freq_column, normalize_ids)

@@ -8,8 +8,9 @@ import typer
 
 from ..irt.defaults import SCORE_QUADPTS, THETA_RANGE
 from ._common import (GROUPS_HELP, RESPONSES_HELP, SUMMARY_HELP, align_items,
-                      bank_option_help, console, err_console, load_responses, output_file,
-                      print_frame, quiet_option, se_line, warn, write_scores_csv)
+                      bank_option_help, check_grouped_bank, console, err_console,
+                      load_responses, output_file, print_frame, quiet_option, se_line, warn,
+                      write_scores_csv)
 
 METHODS = ("eap", "wle", "map", "ml")
 
@@ -129,6 +130,8 @@ def score_command(
     grouping = _grouping(groups, summary, method.lower(), prior_mean, prior_sd, form)
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
+    if method.lower() in ("eap", "map"):   # ML and WLE take no prior
+        check_grouped_bank(bk, grouping, prior=(prior_mean, prior_sd))
     rm = _read_responses(responses, ref, freq_column, normalize_ids)
     rm, factors, n_form = _form_factors(form, ref, rm)
     answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))

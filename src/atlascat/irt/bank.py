@@ -312,7 +312,7 @@ class ItemBank:
             if self.metadata is not None:   # standard errors of mirt's parameters, a1_se, ...
                 meta = self.metadata.reset_index(drop=True)
                 se = [col for col in meta.columns if col in {f"{p}_se" for p in MIRT_COLUMNS}
-                      or col == "benchmark"]   # and the name a bank was given (--name)
+                      or col in ("benchmark", "group_priors")]   # --name; a grouped fit's
                 df = pd.concat([df, meta[se]], axis=1)
             return _se_beside(df)
         raise BankError(f"unknown bank format {format!r}; use 'ours' or 'mirt'")

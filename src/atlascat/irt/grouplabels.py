@@ -1,6 +1,7 @@
 """The groups of a multiple-group calibration (:mod:`atlascat.irt.groups`, and the graded /
 GPCM one of :func:`atlascat.irt.polyfit.fit_ordinal`): each subject's group, the groups file,
-a group's prior on the grid and its M-step (the posterior moments), the groups' summary.
+a group's prior on the grid and its M-step (the posterior moments), the groups' summary, the
+groups' priors as a summary or a bank records them (:func:`group_priors`, :func:`bank_group_priors`).
 Light: no scoring or EM imports, so the ordinal calibration takes them without a cycle."""
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from ..errors import ConfigError
 
 __all__ = ["GroupLabels", "group_labels", "group_mapping", "posterior_moments",
            "group_log_weights", "group_summary", "add_group_errors", "read_groups",
-           "MIN_GROUP_SIZE", "LOG_VAR_BOUNDS", "MEAN_BOUND"]
+           "MIN_GROUP_SIZE", "LOG_VAR_BOUNDS", "MEAN_BOUND", "group_priors",
+           "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors"]
 
 #: fewest subjects a group may have (its mean and variance are estimated from them)
 MIN_GROUP_SIZE = 10
@@ -184,3 +186,114 @@ def read_groups(path, option: str = "--groups") -> dict:
     if len(empty):
         raise ConfigError(f"{option}: subject {empty.iloc[0]!r} has an empty group in {path}")
     return dict(zip(ids, labels))
+
+
+#: the bank column in which a multiple-group fit records its groups' priors: on every row the
+#: same JSON text {label: [mean, sd], ...}, in the fit's order (the reference first)
+GROUP_PRIORS_COLUMN = "group_priors"
+
+
+def group_priors(source) -> dict:
+    """Each group's prior (mean, SD) on the bank's scale, as a dict label -> (mean, sd), in
+    the fit's order (the reference first), from ``source``: a
+    :class:`~atlascat.irt.result.CalibrationResult` of a multiple-group fit, its ``groups``
+    dict, the JSON summary ``atlas calibrate --groups --summary`` writes (a dict or its path)
+    or this function's own answer, {label: (mean, sd)}.
+    A ConfigError of one line when ``source`` holds no groups or a group without a finite
+    mean and a positive SD."""
+    name = "the summary"
+    if isinstance(source, (str, bytes)) or hasattr(source, "read_text"):
+        source, name = _read_summary(source), str(source)
+    info = getattr(source, "groups", source) if not isinstance(source, dict) else source
+    if isinstance(info, dict) and isinstance(info.get("groups"), dict):
+        info = info["groups"]            # a whole summary: its "groups" entry
+    rows = info.get("groups") if isinstance(info, dict) else None
+    if isinstance(info, dict) and info and all(isinstance(v, (tuple, list)) and len(v) == 2
+                                               for v in info.values()):
+        rows = [{"group": k, "mean": v[0], "sd": v[1]} for k, v in info.items()]
+    if not isinstance(rows, list) or not rows:
+        raise ConfigError(f"{name} has no groups: give the summary of a multiple-group "
+                          "calibration (each group's latent mean and sd)")
+    out = {}
+    for row in rows:
+        try:
+            label, mean, sd = str(row["group"]), float(row["mean"]), float(row["sd"])
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"{name}: a group without its group, mean and sd: {row!r}"
+                              ) from None
+        if not (math.isfinite(mean) and math.isfinite(sd) and sd > 0):
+            raise ConfigError(f"{name}: group {label!r} has mean {mean} and sd {sd}; a prior "
+                              "needs a finite mean and a positive sd")
+        out[label] = (mean, sd)
+    return out
+
+
+def with_group_priors(bank, source):
+    """``bank`` (an ItemBank or PolyBank) with the groups' priors of ``source`` (anything
+    :func:`group_priors` takes) recorded in its :data:`GROUP_PRIORS_COLUMN` metadata column:
+    what a multiple-group fit's bank carries, in its file too, so that a reader knows it was
+    fitted with groups (:func:`bank_group_priors`)."""
+    import json
+
+    import pandas as pd
+
+    from .bank import ItemBank
+
+    text = json.dumps({g: [m, s] for g, (m, s) in group_priors(source).items()})
+    meta = (pd.DataFrame(index=range(len(bank))) if bank.metadata is None
+            else bank.metadata.reset_index(drop=True).copy())
+    meta[GROUP_PRIORS_COLUMN] = text
+    if isinstance(bank, ItemBank):
+        return ItemBank(bank.item_ids, *bank.params, metadata=meta, model=bank.model)
+    return type(bank)(bank.item_ids, bank.params, bank.models, bank.levels, scales=bank.scales,
+                      metadata=meta)
+
+
+def bank_group_priors(bank) -> dict | None:
+    """The groups' priors {label: (mean, sd)} a bank of a multiple-group fit records
+    (:func:`with_group_priors`; read back from its file), or None for a bank without them
+    (one-group fits, mirt's files, banks whose rows record different ones)."""
+    import json
+
+    meta = getattr(bank, "metadata", None)
+    if meta is None or GROUP_PRIORS_COLUMN not in meta.columns:
+        return None
+    texts = {v if isinstance(v, str) else json.dumps(v) for v in meta[GROUP_PRIORS_COLUMN]
+             if isinstance(v, (str, dict))}
+    if len(texts) != 1:
+        return None
+    try:
+        return group_priors(json.loads(texts.pop()))
+    except (ValueError, ConfigError):
+        return None
+
+
+def check_bank_priors(bank, priors, *, rtol: float = 1e-6) -> None:
+    """A ConfigError of one line when ``bank`` records groups' priors
+    (:func:`bank_group_priors`) other than ``priors`` ({label: (mean, sd)}): a summary of
+    another fit than the one that wrote the bank. Nothing for a bank that records none."""
+    own = bank_group_priors(bank)
+    if own is None:
+        return
+    if set(own) != set(priors):
+        raise ConfigError(f"the bank was fitted with groups {', '.join(own)}, the summary holds "
+                          f"{', '.join(priors)}: give the summary of the fit that wrote the bank")
+    for g, (m, s) in own.items():
+        if not np.allclose(priors[g], (m, s), rtol=rtol, atol=rtol):
+            raise ConfigError(
+                f"group {g!r} is N({m:.4g}, {s:.4g}^2) in the bank, N({priors[g][0]:.4g}, "
+                f"{priors[g][1]:.4g}^2) in the summary: give the summary of the fit that "
+                "wrote the bank")
+
+
+def _read_summary(path) -> dict:
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"no such summary file: {path}")
+    try:
+        return json.loads(p.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path} as JSON ({str(exc).splitlines()[0]})") from None

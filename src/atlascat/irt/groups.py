@@ -250,6 +250,10 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
     bank = to_bank(item_ids, fit["th"], item_model, "1pl" if model == "rasch" else model,
                    fit["var"])
     summary = group_summary(groups, fit, w)
+    from .grouplabels import with_group_priors
+    from .groupscore import eap_by_prior
+
+    bank = with_group_priors(bank, summary)   # its file says it was fitted with groups
     ses = None
     if se:
         from .groupse import group_standard_errors
@@ -259,8 +263,6 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
         add_group_errors(summary, ses)
     # the subjects' scores as mirt's fscores on the fit gives them (and atlas score --groups):
     # EAP under each one's group prior on the bank's scale, 121 nodes on [-6, 6]
-    from .groupscore import eap_by_prior
-
     mean, sd = (np.array([g[k] for g in summary["groups"]])[groups.index] for k in ("mean", "sd"))
     theta, theta_se = eap_by_prior(values, bank, mean, sd, device=em_settings.get("device", "cpu"),
                                    memory_limit=em_settings.get("memory_limit"))

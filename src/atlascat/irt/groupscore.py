@@ -22,56 +22,12 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .defaults import SCORE_QUADPTS, THETA_RANGE
+# the groups' priors, as a fit's summary or its bank records them (light, with the groups)
+from .grouplabels import (GROUP_PRIORS_COLUMN, bank_group_priors, check_bank_priors,
+                          group_priors, with_group_priors)
 
-__all__ = ["group_priors", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups"]
-
-
-def group_priors(source) -> dict:
-    """Each group's prior (mean, SD) on the bank's scale, as a dict label -> (mean, sd), in
-    the fit's order (the reference first), from ``source``: a
-    :class:`~atlascat.irt.result.CalibrationResult` of a multiple-group fit, its ``groups``
-    dict, the JSON summary ``atlas calibrate --groups --summary`` writes (a dict or its path)
-    or this function's own answer, {label: (mean, sd)}.
-    A ConfigError of one line when ``source`` holds no groups or a group without a finite
-    mean and a positive SD."""
-    name = "the summary"
-    if isinstance(source, (str, bytes)) or hasattr(source, "read_text"):
-        source, name = _read_summary(source), str(source)
-    info = getattr(source, "groups", source) if not isinstance(source, dict) else source
-    if isinstance(info, dict) and isinstance(info.get("groups"), dict):
-        info = info["groups"]            # a whole summary: its "groups" entry
-    rows = info.get("groups") if isinstance(info, dict) else None
-    if isinstance(info, dict) and info and all(isinstance(v, (tuple, list)) and len(v) == 2
-                                               for v in info.values()):
-        rows = [{"group": k, "mean": v[0], "sd": v[1]} for k, v in info.items()]
-    if not isinstance(rows, list) or not rows:
-        raise ConfigError(f"{name} has no groups: give the summary of a multiple-group "
-                          "calibration (each group's latent mean and sd)")
-    out = {}
-    for row in rows:
-        try:
-            label, mean, sd = str(row["group"]), float(row["mean"]), float(row["sd"])
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"{name}: a group without its group, mean and sd: {row!r}"
-                              ) from None
-        if not (math.isfinite(mean) and math.isfinite(sd) and sd > 0):
-            raise ConfigError(f"{name}: group {label!r} has mean {mean} and sd {sd}; a prior "
-                              "needs a finite mean and a positive sd")
-        out[label] = (mean, sd)
-    return out
-
-
-def _read_summary(path) -> dict:
-    import json
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"no such summary file: {path}")
-    try:
-        return json.loads(p.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path} as JSON ({str(exc).splitlines()[0]})") from None
+__all__ = ["group_priors", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups",
+           "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors"]
 
 
 def subject_groups(groups, subject_ids, known) -> np.ndarray:

@@ -231,7 +231,9 @@ def _group_fields(result, grouping, fit, weights, codes) -> None:
     k = result.information_criteria()["n_parameters"]
     result.groups = group_summary(grouping, {**fit, "var": 1.0}, weights)
     result.n_parameters = int(k) + 2 * (len(grouping.labels) - 1)
-    bank = result.bank
+    from .grouplabels import with_group_priors
+
+    bank = result.bank = with_group_priors(result.bank, result.groups)   # recorded in its file
     result.theta, result.theta_se = np.array(result.theta), np.array(result.theta_se)
     for g, row in enumerate(result.groups["groups"]):
         r = grouping.index == g
