@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import ConfigError
 from .defaults import SCORE_QUADPTS, THETA_RANGE
 
-__all__ = ["group_priors", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups"]
+__all__ = ["group_priors", "fitted_model", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups"]
 
 
 def group_priors(source) -> dict:
@@ -59,6 +59,16 @@ def group_priors(source) -> dict:
                               "needs a finite mean and a positive sd")
         out[label] = (mean, sd)
     return out
+
+
+def fitted_model(source) -> str | None:
+    """The model of a calibration's summary ``source`` (the JSON ``atlas calibrate --summary``
+    writes, its path, or a :class:`~atlascat.irt.result.CalibrationResult`): "pcm" for a
+    partial credit fit (its bank's items are GPCM items of one slope), None where not said."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "read_text"):
+        source = _read_summary(source)
+    model = source.get("model") if isinstance(source, dict) else getattr(source, "model", None)
+    return None if model is None else str(model)
 
 
 def _read_summary(path) -> dict:
