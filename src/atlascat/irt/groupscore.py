@@ -23,7 +23,8 @@ import pandas as pd
 from ..errors import ConfigError
 from .defaults import SCORE_QUADPTS, THETA_RANGE
 
-__all__ = ["group_priors", "fitted_model", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups"]
+__all__ = ["group_priors", "fitted_model", "subject_groups", "eap_by_prior", "score_by_prior",
+           "score_groups"]
 
 
 def group_priors(source) -> dict:
