@@ -13,7 +13,7 @@ import pytest
 
 from atlascat.cli import main
 from atlascat.errors import ConfigError
-from atlascat.irt.calibrate import Calibrator, calibrate
+from atlascat.irt.calibrate import calibrate
 from atlascat.irt.groups import read_groups
 
 from mirt_groups_data import DATA, read_answers
@@ -138,8 +138,6 @@ def test_groups_refuse_what_they_cannot_take(data):
         calibrate(x, "2pl", groups=g, dtype="float32")
     with pytest.raises(ConfigError, match="reference group 'C' is not one of"):
         calibrate(x, "2pl", groups=g, reference_group="C")
-    with pytest.raises(ConfigError, match="not pcm"):   # graded / gpcm: test_groups_ordinal
-        Calibrator("pcm").fit(x, groups=g)
     with pytest.raises(ConfigError, match="no group"):
         calibrate(x, "2pl", groups=g.iloc[:-1].to_dict())
     with pytest.raises(ConfigError, match="reference_group needs groups"):
@@ -178,7 +176,6 @@ def test_atlas_calibrate_groups(tmp_path, capsys):
     ("subject_id,group\nnobody,A\n", ["--model", "2pl"], "not in the responses"),
     (None, ["--model", "2pl", "--reference-group", "Z"], "reference group 'Z'"),
     (None, ["--model", "2pl", "--dtype", "float32"], "dtype \\(--dtype\\) set with groups"),
-    (None, ["--model", "pcm"], "groups: the graded and gpcm models .* not pcm"),
 ])
 def test_atlas_calibrate_bad_groups_exit_2(tmp_path, capsys, rows, args, match):
     path = DATA / "groups.csv"

@@ -2,7 +2,8 @@
 groups) against mirt 1.45.1's ``multipleGroup(..., itemtype = "graded" | "gpcm", invariance =
 c("free_means", "free_var", items))`` (tests/data/mirt_groups/make_reference_graded.R: 2000
 subjects, 10 items of 4 categories, group B ~ N(0.8, 1.2^2)), its standard errors, and
-``atlas calibrate --model graded|gpcm --groups`` / ``atlas score --groups --summary`` on it."""
+``atlas calibrate --model graded|gpcm --groups`` / ``atlas score --groups --summary`` on it.
+The partial credit model (pcm) with groups: tests/test_groups_pcm.py."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,6 @@ import pandas as pd
 import pytest
 
 from atlascat.cli import main
-from atlascat.errors import ConfigError
 from atlascat.irt.calibrate import calibrate
 
 from mirt_groups_data import DATA, read_answers
@@ -85,13 +85,6 @@ def test_the_reference_group_and_the_scores_follow_the_groups(data, fits):
     assert grouped.loglik > one.loglik + 10      # the group's own mean and variance fit better
 
 
-def test_groups_refused_for_pcm_in_one_line(data):
-    x, g = data
-    with pytest.raises(ConfigError, match="not pcm") as err:
-        calibrate(x, "pcm", groups=g)
-    assert "\n" not in str(err.value)
-
-
 def test_atlas_calibrate_and_score_ordinal_groups(tmp_path, capsys, fits):
     bank, summ, scores = tmp_path / "bank.csv", tmp_path / "s.json", tmp_path / "sc.csv"
     code = main(["calibrate", str(DATA / "ordinal_responses.csv"), "-o", str(bank), "--model",
@@ -112,10 +105,3 @@ def test_atlas_calibrate_and_score_ordinal_groups(tmp_path, capsys, fits):
     assert list(df.group.unique()) == ["A", "B"]
     # the calibration's own scores: each subject's EAP under its group's prior
     assert np.max(np.abs(df.theta.to_numpy() - fits["gpcm"].theta)) < 1e-6
-
-
-def test_atlas_calibrate_pcm_groups_exit_2(tmp_path, capsys):
-    code = main(["calibrate", str(DATA / "ordinal_responses.csv"), "-o", str(tmp_path / "b.csv"),
-                 "--model", "pcm", "--groups", str(DATA / "ordinal_groups.csv"), "--quiet"])
-    err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "not pcm" in err

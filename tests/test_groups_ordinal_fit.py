@@ -32,9 +32,19 @@ def test_anova_of_the_stacked_and_the_grouped_ordinal_fit_is_mirts(tmp_path, mod
     assert ours.iloc[1]["df"] == 2 and ours.iloc[1]["p"] < 1e-40
 
 
-def test_anova_groups_refuses_the_pcm(capsys):
-    one_line_error(capsys, ["anova", RATINGS, "--model", "pcm", "--model", "gpcm", "--groups",
-                            GROUPS], "--groups", "--model pcm")
+def test_anova_groups_takes_the_pcm_with_the_gpcm(tmp_path):
+    """Was refused ("drop --model pcm"); pcm with groups: tests/test_groups_pcm.py."""
+    out = tmp_path / "t.csv"
+    assert run_cli(["anova", RATINGS, "--model", "pcm", "--model", "gpcm", "--groups", GROUPS,
+                    "-o", out]) == 0
+    ours = pd.read_csv(out, index_col=0)
+    # by their parameters (31, 33, 40, 42); pcm-groups is not nested in the one-group gpcm
+    assert list(ours.index) == ["pcm", "pcm-groups", "gpcm", "gpcm-groups"]
+    assert "X2" not in ours or ours["X2"].isna().all()
+    for model in ("pcm", "gpcm"):
+        ref = pd.read_csv(DATA / f"{model}_ord_anova.csv", index_col=0)
+        got = ours.loc[[model, f"{model}-groups"], "logLik"].to_numpy()
+        assert got == pytest.approx(ref["logLik"].to_numpy(), abs=2e-3)
 
 
 def _mirt_bank(model):

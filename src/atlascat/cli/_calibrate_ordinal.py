@@ -55,10 +55,10 @@ def calibrate_ordinal_cmd(responses, output, model: str, *, fmt: str, summary, s
 def ordinal_options(model: str) -> str:
     """The ``atlas calibrate`` options an ordinal fit takes besides RESPONSES and -o (pcm has
     no slopes, so no --prior-a), for the line refusing a binary model's option."""
-    slope = "" if model == "pcm" else "--prior-a, --groups, --reference-group, "
-    return (f"--rating-range, --name, {slope}--quadpts, --max-iter, --tol, --se, --format, "
-            "--summary, --scores, --freq-column, --normalize-ids, --drop-empty, "
-            "--mirt-defaults, --quiet")
+    slope = "" if model == "pcm" else "--prior-a, "
+    return (f"--rating-range, --name, {slope}--groups, --reference-group, --quadpts, "
+            "--max-iter, --tol, --se, --format, --summary, --scores, --freq-column, "
+            "--normalize-ids, --drop-empty, --mirt-defaults, --quiet")
 
 
 def _write_outputs(res, output, fmt: str, summary, scores, responses, name=None,

@@ -518,8 +518,9 @@ SUMMARY_HELP = ("With --groups: the JSON summary atlas calibrate --groups --summ
 
 def group_priors_option(groups, summary):
     """--groups and --summary read: {"groups": subject id -> group, "priors": group -> (mean,
-    sd)} (:func:`atlascat.irt.groupscore.group_priors`), None without both; a one-line error
-    where one comes without the other."""
+    sd)} (:func:`atlascat.irt.groupscore.group_priors`), "pcm": whether the summary is a
+    partial credit fit's; None without both; a one-line error where one comes without the
+    other."""
     from ..errors import ConfigError
 
     if groups is None and summary is None:
@@ -528,14 +529,15 @@ def group_priors_option(groups, summary):
         raise ConfigError("--groups and --summary go together: each subject's group and the "
                           "groups' priors (the summary of atlas calibrate --groups --summary)")
     from ..irt.groups import read_groups
-    from ..irt.groupscore import group_priors
+    from ..irt.groupscore import fitted_model, group_priors
 
     try:
         priors = group_priors(summary)
     except ConfigError as exc:
         raise ConfigError(f"--summary: {exc}; atlas calibrate --groups --summary writes it"
                           ) from None
-    return {"groups": read_groups(groups), "priors": priors}
+    return {"groups": read_groups(groups), "priors": priors,
+            "pcm": fitted_model(summary) == "pcm"}
 
 
 def fit_grouping(groups, summary, group_delta) -> dict | None:

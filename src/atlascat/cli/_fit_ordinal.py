@@ -61,9 +61,14 @@ def _group_report(report: dict, frame, bank, weights, grouping, items: bool,
     """A multiple-group ordinal bank's report: M2* or C2 over the groups
     (:func:`atlascat.irt.groupfit.m2_ordinal_groups`, SRMSR per group; a note in its place
     where it cannot be computed) and S-X2 within each group under its prior (a ``group`` per
-    row; the subjects who rated every item)."""
+    row; the subjects who rated every item); a partial credit fit's (``grouping["pcm"]``) with
+    its slopes fixed and its reference group's variance estimated, as mirt's "Rasch"."""
     from ..errors import ConfigError, ResponseDataError
     from ..irt.groupfit import m2_ordinal_groups, sx2_groups
+
+    pcm = bool(grouping.get("pcm"))
+    if pcm:
+        report["model"] = "pcm"
 
     kind = report["statistic"]      # auto: M2* where it has df, else C2
     report["group_delta"] = grouping.get("group_delta", True)   # False: mirt's M2
@@ -72,13 +77,13 @@ def _group_report(report: dict, frame, bank, weights, grouping, items: bool,
             raise ConfigError("it needs the bank's parameters estimated from these ratings "
                               "(--estimated all)")
         report.update(m2_ordinal_groups(frame, bank, grouping["groups"], grouping["priors"],
-                                        statistic=kind, gpcm_slope=gpcm_slope,
+                                        statistic=kind, gpcm_slope=gpcm_slope, pcm=pcm,
                                         group_delta=grouping.get("group_delta", True)))
     except (ConfigError, ResponseDataError) as exc:
         report["M2_note"] = f"{kind} left out: {exc}; item fit (S-X2) within each group below"
     if items:
         sx = sx2_groups(frame, bank, grouping["groups"], grouping["priors"],
-                        estimated=report["estimated"], weights=weights)
+                        estimated=report["estimated"], weights=weights, pcm=pcm)
         report["items"] = [{**row, "group": g} for row, g in zip(sx2_rows(sx), sx["group"])]
     return report
 

@@ -38,8 +38,7 @@ def _asked(names: list, dims, grouped: bool = False) -> list:
     """The fits asked: (row name, model, K, with the groups); --dims K >= 2 is the 2PL's
     (exploratory, in K dimensions), the other models are fitted in one; the 2PL in one when
     --dims is not given or holds 1. ``grouped`` (--groups): each model in one dimension also
-    fitted with the groups (row "<model>-groups"), mirt's anova(stacked, grouped); not the
-    pcm (its latent variance is estimated: no groups)."""
+    fitted with the groups (row "<model>-groups"), mirt's anova(stacked, grouped)."""
     from ..errors import ConfigError
 
     dims = sorted(set(dims or [1]))
@@ -48,10 +47,9 @@ def _asked(names: list, dims, grouped: bool = False) -> list:
     if dims[-1] > 1 and "2pl" not in names:
         raise ConfigError(f"--dims {dims[-1]} fits the exploratory {dims[-1]}-dimensional 2PL "
                           "(0/1 answers; mirt's mirt(data, K)): add --model 2pl")
-    if grouped and (dims[-1] > 1 or "pcm" in names):
+    if grouped and dims[-1] > 1:
         raise ConfigError("--groups compares one-dimensional models (rasch, 1pl-4pl, graded, "
-                          "gpcm) fitted with and without the groups; drop "
-                          f"{'--dims K >= 2' if dims[-1] > 1 else '--model pcm'}")
+                          "gpcm, pcm) fitted with and without the groups; drop --dims K >= 2")
     fits = [(m, m, 1, False) for m in names if m != "2pl" or 1 in dims]
     fits += [(f"2pl-{k}d", "2pl", k, False) for k in dims if k > 1]
     fits += [(f"{m}-groups", m, 1, True) for m in names] if grouped else []

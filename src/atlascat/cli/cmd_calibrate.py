@@ -91,8 +91,8 @@ _DROP_EMPTY = typer.Option(False, "--drop-empty",
 
 _GROUPS = typer.Option(
     None, "--groups", metavar="FILE",
-    help="Multiple-group calibration (binary, graded, gpcm): a CSV of subject id and group (a "
-         "'group' column, else the second), one row per subject. Items shared by the groups; the reference group's "
+    help="Multiple-group calibration (binary, graded, gpcm, pcm): a CSV of subject id and "
+         "group (a 'group' column, else the second), one row per subject. Items shared by the groups; the reference group's "
          "trait N(0, 1), every other group's mean and SD estimated (mirt's multipleGroup).")
 
 _REFERENCE_GROUP = typer.Option(

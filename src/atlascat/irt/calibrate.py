@@ -335,7 +335,8 @@ class Calibrator:
         subject in their order) for a multiple-group calibration (:mod:`atlascat.irt.groups`:
         shared items, the ``reference_group``'s trait N(0, 1), every other group's mean and SD
         estimated; ``result_.groups``); the binary models (joint calibration) and graded /
-        gpcm (with ``se=True`` the groups' means and variances get standard errors too,
+        gpcm / pcm (pcm as Rasch: the reference group's variance estimated too; with
+        ``se=True`` the groups' means and variances get standard errors too,
         :mod:`atlascat.irt.groupse`)."""
         from .._blas import small_products
         from .._heap import retained_heap

@@ -16,7 +16,8 @@ import pandas as pd
 __all__ = ["sx2_groups", "sx2_combined", "m2_groups", "m2_ordinal_groups", "aligned_subjects"]
 
 
-def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -> pd.DataFrame:
+def sx2_groups(responses, bank, groups, priors, *, estimated=None, pcm: bool = False,
+               **settings) -> pd.DataFrame:
     """S-X2 of every item within each group (:func:`atlascat.irt.fit.sx2`'s columns, then
     ``group``; the groups in the fit's order): ``groups`` each subject's group and ``priors``
     the fit's groups, as :func:`atlascat.irt.groupscore.score_groups` takes them (the first
@@ -25,8 +26,10 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -
     counting the latent variance already). An ordinal bank
     (:class:`atlascat.irt.polybank.PolyBank`, graded / gpcm): ``responses`` the ratings on the
     items' own scales, labelled (a DataFrame indexed by subject id), and each group's table
-    :func:`atlascat.irt.polyfitstats.sx2_ordinal`'s (no ``n_groups``). ``settings``: sx2's
-    ``mincell``, ``quadpts``, ``theta_range``, ``weights``."""
+    :func:`atlascat.irt.polyfitstats.sx2_ordinal`'s (no ``n_groups``); ``pcm``: the bank is a
+    partial credit fit's (GPCM items of one slope, its reference group's variance estimated:
+    1 fewer, as a Rasch bank's). ``settings``: sx2's ``mincell``, ``quadpts``,
+    ``theta_range``, ``weights``."""
     from .groupscore import group_priors, subject_groups
     from .polybank import PolyBank
     from .sx2table import sx2_frame
@@ -45,7 +48,7 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, **settings) -
         w = None if weights is None else np.asarray(weights, dtype=float)[rows]
         one = one_sx2(y[np.ix_(rows, seen)], bank.subset(seen), prior_mean=mean, prior_sd=sd,
                       weights=w, **settings)
-        latent = extra if k > 0 else 0
+        latent = extra - int(bool(pcm) and isinstance(bank, PolyBank)) if k > 0 else 0
         complete = ~np.isnan(y[np.ix_(rows, seen)]).any(axis=1)    # the subjects sx2 used
         n = float(complete.sum() if w is None else w[complete].sum())
         df = np.maximum(one["df_S_X2"].to_numpy() - latent, 0)
@@ -229,7 +232,8 @@ def m2_groups(responses, bank, groups, priors, *, estimated=None, quadpts=None,
 
 def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*",
                       quadpts=None, theta_range=None, ci: float = 0.9,
-                      gpcm_slope: str = "exact", group_delta: bool = True) -> dict:
+                      gpcm_slope: str = "exact", group_delta: bool = True,
+                      pcm: bool = False) -> dict:
     """M2* or C2 (``statistic``) of a multiple-group graded / GPCM fit, as mirt's
     ``M2(mod, type)`` on a ``multipleGroup`` model: :func:`atlascat.irt.polyfitstats.
     m2_ordinal`'s moments, Xi and Delta within each group (its prior's quadrature; every item
@@ -240,7 +244,10 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
     models of the groups (M2 and df summed). ``responses``: labelled ratings on the items'
     own scales; ``gpcm_slope``: :func:`~atlascat.irt.polyfitstats.m2_ordinal`'s;
     ``group_delta=False``: the groups' means and variances left out of Delta (still counted in
-    df), as mirt 1.45.1's M2 on a multipleGroup fit does (binary items too). Returns
+    df), as mirt 1.45.1's M2 on a multipleGroup fit does (binary items too); ``pcm``: the bank
+    is a partial credit fit's (mirt's "Rasch": GPCM items of one slope sigma, the reference
+    group's variance sigma^2 estimated): the intercepts and sigma^2 counted, Delta the
+    intercepts' columns and, with ``group_delta``, one of the slopes together. Returns
     :func:`m2_groups`'s dict with ``statistic``."""
     from scipy import linalg
     from scipy.stats import chi2
@@ -259,6 +266,8 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
     kind, _, n_mom, n_free = m2_df(bank, statistic, "all")
     if kind not in ("M2*", "C2"):
         raise ConfigError(f"statistic must be M2* or C2, got {statistic!r}")
+    if pcm:   # the intercepts and the reference group's variance, not n slopes
+        n_free = n_free - len(bank) + 1
     df = len(table) * n_mom - n_free - 2 * (len(table) - 1)
     if df <= 0 or len(bank) > MAX_M2_ITEMS:
         raise ConfigError(f"{kind} has {df} degrees of freedom on {len(bank)} items" if df <= 0
@@ -275,6 +284,11 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
         P, E, E2, J, Gd = _pieces(bank.models, bank.params, x, True, gpcm_slope)
         resid, xi, delta, Ng, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, Gd, wq,
                                                                   free, n_cat, kind)
+        if pcm:   # the slopes' columns (each item's first) as one: the reference variance's
+            slopes = np.concatenate([[0], np.cumsum(n_cat)[:-1]])
+            common = delta[:, slopes].sum(axis=1, keepdims=True)
+            delta = np.delete(delta, slopes, axis=1)
+            delta = np.hstack([delta, common]) if group_delta else delta
         # the group's mean and variance: the moments' derivatives through its grid weights
         pi_i, pj = np.triu_indices(len(bank), 1)
         uni = E if kind == "M2*" else np.column_stack(

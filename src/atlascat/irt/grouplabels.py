@@ -14,7 +14,8 @@ from ..errors import ConfigError
 __all__ = ["GroupLabels", "group_labels", "group_mapping", "posterior_moments",
            "group_log_weights", "group_summary", "add_group_errors", "read_groups",
            "MIN_GROUP_SIZE", "LOG_VAR_BOUNDS", "MEAN_BOUND", "group_priors",
-           "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors"]
+           "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors",
+           "fitted_model"]
 
 #: fewest subjects a group may have (its mean and variance are estimated from them)
 MIN_GROUP_SIZE = 10
@@ -284,6 +285,16 @@ def check_bank_priors(bank, priors, *, rtol: float = 1e-6) -> None:
                 f"group {g!r} is N({m:.4g}, {s:.4g}^2) in the bank, N({priors[g][0]:.4g}, "
                 f"{priors[g][1]:.4g}^2) in the summary: give the summary of the fit that "
                 "wrote the bank")
+
+
+def fitted_model(source) -> str | None:
+    """The model of a calibration's summary ``source`` (the JSON ``atlas calibrate --summary``
+    writes, its path, or a :class:`~atlascat.irt.result.CalibrationResult`): "pcm" for a
+    partial credit fit (its bank's items are GPCM items of one slope), None where not said."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "read_text"):
+        source = _read_summary(source)
+    model = source.get("model") if isinstance(source, dict) else getattr(source, "model", None)
+    return None if model is None else str(model)
 
 
 def _read_summary(path) -> dict:

@@ -25,8 +25,9 @@ The EM is the one-group EM (:mod:`atlascat.irt.em`) with one prior over the grid
   monotonicity safeguard; convergence is mirt's rule on the item parameters and the group
   means and log-variances.
 
-Binary models here (Rasch, 1PL-4PL); graded and GPCM items take the same E-step priors and
-group M-step (:func:`posterior_moments`, :func:`group_log_weights`) in
+Binary models here (Rasch, 1PL-4PL); graded, GPCM and partial credit items (the last with the
+reference variance free, as Rasch) take the same E-step priors and group M-step
+(:func:`posterior_moments`, :func:`group_log_weights`) in
 :func:`atlascat.irt.polyfit.fit_ordinal`. Standard errors of the items and of the groups'
 means and variances: :mod:`atlascat.irt.groupse`.
 """

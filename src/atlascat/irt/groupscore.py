@@ -24,10 +24,10 @@ from ..errors import ConfigError
 from .defaults import SCORE_QUADPTS, THETA_RANGE
 # the groups' priors, as a fit's summary or its bank records them (light, with the groups)
 from .grouplabels import (GROUP_PRIORS_COLUMN, bank_group_priors, check_bank_priors,
-                          group_priors, with_group_priors)
+                          fitted_model, group_priors, with_group_priors)
 
-__all__ = ["group_priors", "subject_groups", "eap_by_prior", "score_by_prior", "score_groups",
-           "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors"]
+__all__ = ["group_priors", "fitted_model", "subject_groups", "eap_by_prior", "score_by_prior",
+           "score_groups", "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors"]
 
 
 def subject_groups(groups, subject_ids, known) -> np.ndarray:

@@ -113,19 +113,23 @@ def group_standard_errors(values, weights, fit: dict, item_model, group_index, l
 
 
 def ordinal_group_standard_errors(codes, weights, fit: dict, models, group_index, labels, *,
-                                  item_ids, model: str, prior_a=None,
-                                  progress=None) -> GroupStandardErrors:
+                                  item_ids, model: str, prior_a=None, progress=None,
+                                  latent_variance: bool = False) -> GroupStandardErrors:
     """Standard errors of a multiple-group graded / GPCM fit (:func:`atlascat.irt.polyfit.
     fit_ordinal` with groups: its ``params``, ``nodes``, ``group_means``, ``group_vars``) on
     the categories ``codes`` it was fitted to (NaN missing), as
-    :func:`atlascat.irt.se.ordinal_standard_errors` with the groups' means and variances."""
+    :func:`atlascat.irt.se.ordinal_standard_errors` with the groups' means and variances.
+    ``latent_variance``: a partial credit fit's (mirt's ``"Rasch"``; ``params`` of slope 1,
+    fixed): the reference group's variance is a parameter too, as a binary Rasch fit's."""
     from . import polytomous as poly
 
-    params, free, y, names, log_prior = ordinal_parts(codes, fit["params"], prior_a)
+    params, free, y, names, log_prior = ordinal_parts(codes, fit["params"], prior_a,
+                                                      latent_variance)
     info, means, variances = _information(
         lambda p, x: poly.log_prob(models, p, x), lambda p, x: poly.dlog_prob(models, p, x),
-        params, free, y, weights, fit, group_index, False, log_prior, progress)
-    return GroupStandardErrors(np.asarray(item_ids), names, params, free, info, model, None,
+        params, free, y, weights, fit, group_index, latent_variance, log_prior, progress)
+    return GroupStandardErrors(np.asarray(item_ids), names, params, free, info, model,
+                               float(variances[0]) if latent_variance else None,
                                log_prior is not None, np.asarray(models, dtype=object),
                                group_labels=tuple(labels), group_means=means,
                                group_vars=variances)

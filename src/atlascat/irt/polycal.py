@@ -206,17 +206,13 @@ def _as_ratings(responses, weights):
             np.arange(v.shape[1]).astype(str).astype(object), weights)
 
 
-def _grouping(groups, reference_group, subject_ids, pcm: bool):
+def _grouping(groups, reference_group, subject_ids):
     """``groups`` as a dict subject id -> label (:func:`atlascat.irt.groups.group_mapping`),
-    None without; refused in one line for the partial credit model or a reference group
-    without groups."""
+    None without; refused in one line for a reference group without groups."""
     if groups is None:
         if reference_group is not None:
             raise ConfigError("reference_group needs groups (each subject's group)")
         return None
-    if pcm:
-        raise ConfigError("groups: the graded and gpcm models (and the binary ones), not pcm "
-                          "(its reference variance is estimated); fit gpcm with groups")
     from .grouplabels import group_mapping
 
     return group_mapping(groups, subject_ids)
@@ -225,11 +221,13 @@ def _grouping(groups, reference_group, subject_ids, pcm: bool):
 def _group_fields(result, grouping, fit, weights, codes) -> None:
     """A multiple-group fit's ``groups`` (:func:`atlascat.irt.groups.group_summary`), its
     parameter count (each other group's mean and variance) and the subjects' EAPs as mirt's
-    ``fscores`` gives them, each under its group's prior on the bank's grid of 121 nodes."""
+    ``fscores`` gives them, each under its group's prior on the bank's grid of 121 nodes. A
+    partial credit fit's groups are on the bank's scale, its reference group's N(0, 1): the
+    means divided by the reference's SD, the variances by its variance (as a Rasch fit's)."""
     from .grouplabels import group_summary
 
     k = result.information_criteria()["n_parameters"]
-    result.groups = group_summary(grouping, {**fit, "var": 1.0}, weights)
+    result.groups = group_summary(grouping, {**fit, "var": fit["latent_variance"]}, weights)
     result.n_parameters = int(k) + 2 * (len(grouping.labels) - 1)
     from .grouplabels import with_group_priors
 
@@ -276,7 +274,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
     total)`` as the standard errors' information columns are computed; ``on_empty``: "error"
     (default) refuses an item rated at one level or not at all, "drop" leaves it out, warned
     and listed in ``dropped_items``; ``groups`` (with ``reference_group``): each subject's
-    group, a multiple-group fit of graded / gpcm items (:func:`~atlascat.irt.polyfit.
+    group, a multiple-group fit of graded / gpcm / pcm items (:func:`~atlascat.irt.polyfit.
     fit_ordinal`, as the binary models', :mod:`atlascat.irt.groups`: ``groups`` of the result,
     the subjects' EAPs under their groups' priors). Returns a :class:`CalibrationResult`
     whose ``bank`` is a :class:`PolyBank`.
@@ -296,7 +294,7 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         raise ConfigError("the partial credit model (pcm) has no slopes to put a prior on; "
                           "drop prior_a (--prior-a)")
     _check_em_settings(max_iter, tol)
-    grouping = _grouping(groups, reference_group, sids, pcm)
+    grouping = _grouping(groups, reference_group, sids)
     keep_r = ~np.all(np.isnan(values), axis=1)
     values, sids = values[keep_r], sids[keep_r]
     w = None if w is None else np.asarray(w, float)[keep_r]
@@ -403,9 +401,10 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
             from .grouplabels import add_group_errors
             from .groupse import ordinal_group_standard_errors
 
-            result.se = ordinal_group_standard_errors(
-                data.codes, w, fit, models, grouping.index, grouping.labels, item_ids=iids,
-                model=name, prior_a=pa, progress=se_callback)
+            result.se = ordinal_group_standard_errors(   # pcm: at the slope-1 parameters
+                data.codes, w, {**fit, "params": fitted}, models, grouping.index,
+                grouping.labels, item_ids=iids, model=name, prior_a=pa, progress=se_callback,
+                latent_variance=pcm)
             add_group_errors(result.groups, result.se)
         else:
             result.se = ordinal_standard_errors(

@@ -276,12 +276,15 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     group's N(mu_g, sigma_g^2) with its grid weights in its subjects' E-step and, in the
     M-step, the moments of their posterior mass on the nodes
     (:func:`atlascat.irt.groups.posterior_moments`); SQUAREM's step for the groups' means and
-    log-variances one length for them all. Not with ``latent_variance``.
+    log-variances one length for them all. With ``latent_variance`` too (the partial credit
+    model, mirt's ``"Rasch"``), group 0's variance is estimated as a one-group fit's, on its
+    mass, and every group's mean and variance are on the slope-1 scale (mirt's).
 
     Returns a dict: ``params`` (n_items, K_max), ``loglik``, ``log_posterior``, ``trace``,
     ``n_iter``, ``converged``, the subjects' EAP ``theta`` / ``theta_se`` (on the fitted
     trait's scale, each under its group's prior), the ``nodes``, ``latent_variance`` (1
-    unless estimated) and, with ``groups``, ``group_means`` and ``group_vars`` (one per group).
+    unless estimated) and, with ``groups``, ``group_means`` and ``group_vars`` (one per
+    group; group 0's variance ``latent_variance``).
     """
     from .estep import grid_log_weights, rasch_variance
 
@@ -301,9 +304,6 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
     if est_var:
         accelerate = False
     lat = _Latent(groups, x, len(Y))
-    if lat.G > 1 and est_var:
-        raise ConfigError("a multiple-group fit estimates the other groups' means and "
-                          "variances, not the reference group's (latent_variance)")
 
     def estep(params, gp, stats=True):
         lp = poly.log_prob(models, params, x)                            # (m, q, K)
@@ -333,8 +333,8 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
         obj = ll + log_prior(params)
         if at_least is not None and not (math.isfinite(obj) and obj >= at_least):
             return None, gp, obj
-        if est_var:
-            var[0] = float(rasch_variance(x, mass[0]))
+        if est_var:   # the reference group's variance (its mass with groups)
+            var[0] = float(rasch_variance(x, mass[0] if lat.G == 1 else mass[0][0]))
             log_w = grid_log_weights(x, var[0])
         gp_new = lat.mstep(mass[0]) if lat.G > 1 else gp
         return mstep(items, params, r, x, max_newton), gp_new, obj
@@ -433,6 +433,7 @@ def fit_ordinal(data: OrdinalData, weights, models, *, prior_a=None, quadpts: in
            "theta": theta, "theta_se": se, "nodes": x, "latent_variance": var[0]}
     if lat.G > 1:
         out["group_means"], out["group_vars"] = lat.moments(g)
+        out["group_vars"][0] = var[0]
     return out
 
 

@@ -110,7 +110,7 @@ def _binary(responses) -> bool:
 def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: float = 0.4,
                  c_max: float = 0.5, u_min: float = 0.9, b_max: float = 4.0,
                  alpha: float = 0.01, estimated=None, quadpts: int = QUADPTS,
-                 groups=None, priors=None) -> pd.DataFrame:
+                 groups=None, priors=None, pcm: bool = False) -> pd.DataFrame:
     """One row per item: parameters, information share, S-X2 (with responses) and flags.
 
     Columns: item_id, a, b, c, u, info, info_share, weight_ratio, [S_X2, df_S_X2, p_S_X2,
@@ -121,13 +121,15 @@ def item_quality(bank: ItemBank, responses=None, *, a_min: float = 0.2, c_warn: 
     multiple-group bank's report (the module's notes; needs labelled ``responses``): S_X2,
     df_S_X2, p_S_X2 the groups' combined (:func:`atlascat.irt.groupfit.sx2_combined`), then
     n_groups_S_X2 and worst_group. An ordinal bank (graded / gpcm): ``responses`` its ratings
-    (a DataFrame indexed by subject id), S-X2 as mirt's itemfit, with or without groups.
+    (a DataFrame indexed by subject id), S-X2 as mirt's itemfit, with or without groups;
+    ``pcm``: with groups, the bank is a partial credit fit's (its df as mirt's "Rasch":
+    :func:`~atlascat.irt.groupfit.sx2_groups`).
     """
     _check_thresholds(a_min=a_min, c_warn=c_warn, c_max=c_max, u_min=u_min, b_max=b_max,
                       alpha=alpha)
     from ..irt.polybank import PolyBank
 
-    grouping = _grouping(responses, bank, groups, priors)
+    grouping = _grouping(responses, bank, groups, priors, pcm)
     if isinstance(bank, PolyBank):
         return _ordinal_quality(bank, responses, a_min=a_min, b_max=b_max, quadpts=quadpts,
                                 grouping=grouping, alpha=alpha, estimated=estimated)
@@ -177,10 +179,10 @@ def _add_sx2(df, flags: dict, fit, alpha: float) -> None:
     flags["poor_fit"] = np.nan_to_num(df["p_S_X2_bh"].to_numpy(), nan=1.0) < alpha
 
 
-def _grouping(responses, bank, groups, priors):
+def _grouping(responses, bank, groups, priors, pcm: bool = False):
     """None without ``groups`` and ``priors``; else (the priors {label: (mean, sd)}, the
-    groups, each group's share of the subjects of ``responses``, weighted as they are). One-line
-    errors where one comes without the other or without responses."""
+    groups, each group's share of the subjects of ``responses``, weighted as they are, ``pcm``).
+    One-line errors where one comes without the other or without responses."""
     from ..errors import ConfigError
 
     if groups is None and priors is None:
@@ -199,7 +201,7 @@ def _grouping(responses, bank, groups, priors):
     labels = subject_groups(groups, ids, list(table))
     w = np.ones(len(labels)) if w is None else np.asarray(w, dtype=float)
     share = {g: float(w[labels == g].sum() / w.sum()) for g in table}
-    return table, groups, share
+    return table, groups, share, bool(pcm)
 
 
 def _mean_information(bank, quadpts: int, grouping) -> np.ndarray:
@@ -220,8 +222,8 @@ def _group_fit(df, flags: dict, responses, bank, grouping, estimated, alpha: flo
     ``flags``): within each group under its prior, combined per item."""
     from ..irt.groupfit import sx2_combined, sx2_groups
 
-    table, groups, _ = grouping
-    fit = sx2_combined(sx2_groups(responses, bank, groups, table, estimated=estimated),
+    table, groups, _, pcm = grouping
+    fit = sx2_combined(sx2_groups(responses, bank, groups, table, estimated=estimated, pcm=pcm),
                        df["item_id"])
     _add_sx2(df, flags, fit, alpha)
 
