@@ -8,7 +8,7 @@
 #   whose likelihood rises without bound along theta_1 - theta_2, no answer);
 # - K = 3: threefactor_bank.csv (mirt's unrotated three-factor fit of
 #   ../mirt_multidim_se/threefactor_data.csv, written here in ATLAS's bank format) on the first
-#   300 subjects of that data with every 5th cell missing.
+#   300 subjects of that data with every 7th cell (column-major) missing.
 # mirt's ML: nlm on -log L from the EAP (K < 3) or 0 (K = 3), theta bounded by max_theta = 20;
 # all observed answers right: +Inf, all wrong: -Inf, SE NA; any SE > 30: that theta +-Inf, SE NA.
 # Its SE: sqrt(diag(solve(nlm's Hessian))), the observed information (for the 2PL the expected
@@ -73,7 +73,7 @@ bk3 <- data.frame(item_id = wide$item, a1 = wide$value.a1, a2 = wide$value.a2,
                   a3 = wide$value.a3, d = wide$value.d)
 write.csv(bk3, "threefactor_bank.csv", row.names = FALSE)
 y3 <- as.matrix(read.csv("../mirt_multidim_se/threefactor_data.csv"))[1:300, ]
-y3[seq(1, length(y3), by = 5)] <- NA
+y3[seq(1, length(y3), by = 7)] <- NA
 ids3 <- sprintf("t%03d", 1:300)
 write.csv(data.frame(subject = ids3, y3), "threefactor_missing.csv", row.names = FALSE)
 out(fixed(y3, bk3), ids3, "threefactor")
