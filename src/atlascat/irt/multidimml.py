@@ -16,8 +16,8 @@ With z_ij = a_j . theta_i + d_j, p = sigma(z), w_j = p_j q_j over the items subj
   SE: sqrt(diag) of the inverse of minus that Hessian, as mirt (the curvature of the objective
   it maximizes; not sqrt(diag(I^{-1})), the unidimensional path's catR convention).
 
-Newton's step (minus the Hessian when positive definite, else the gradient scaled by the
-inverse of its largest eigenvalue), at most ``MAX_STEP`` long, halved until the objective does not decrease; from
+Newton's step (minus the Hessian when positive definite, else the information: a Fisher
+scoring step), at most ``MAX_STEP`` long, halved until the objective does not decrease; from
 theta = 0; a subject stops when its step is below ``tol``.
 
 Extreme patterns (``flag``, as the unidimensional ML / WLE):
@@ -34,6 +34,8 @@ Extreme patterns (``flag``, as the unidimensional ML / WLE):
   the last step or lie beyond ``bounds`` are +-inf with SE inf, the others kept. mirt runs its
   optimizer into max_theta = 20 there and reports theta +-Inf only where its SE exceeds 30.
 - ``at_bound`` (WLE): a coordinate of the maximum beyond ``bounds``, clipped to the bound.
+- ``not_converged`` (WLE): ``max_iter`` steps left a step above ``tol`` (not seen in the tests;
+  the objective can be flat and not concave far out), theta the last iterate.
 """
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ from scipy.special import expit
 
 __all__ = ["ml_wle", "objective", "FLAGS"]
 
-FLAGS = ("ok", "perfect", "zero", "diverged", "at_bound", "singular", "no_items")
+FLAGS = ("ok", "perfect", "zero", "diverged", "at_bound", "not_converged", "singular",
+         "no_items")
 #: longest Newton step (Euclidean), in theta units
 MAX_STEP = 2.0
 #: step halvings tried before a subject's iteration is stopped
@@ -123,6 +126,7 @@ def ml_wle(y, obs, bank, method: str, *, bounds=(-10.0, 10.0), max_iter: int = 1
         flag[far] = "diverged"
         theta[sub] = np.sign(theta[sub]) * np.inf
     else:
+        flag[run[~converged]] = "not_converged"   # max_iter Newton steps were not enough
         flag[run[out[run].any(1)]] = "at_bound"
         theta = np.clip(theta, lo, hi)
     theta[flag == "perfect"], theta[flag == "zero"] = np.inf, -np.inf
@@ -149,7 +153,7 @@ def _newton(theta, y1, w, A, d, method, max_iter, tol, far):
     for _ in range(max(int(max_iter), 1)):
         if act.size == 0:
             break
-        step = _direction(g, h)
+        step = _direction(g, h, theta[act], w[act], A, d)
         norm = np.sqrt((step ** 2).sum(1))
         step *= np.minimum(1.0, MAX_STEP / np.maximum(norm, 1e-300))[:, None]
         t = np.ones(act.size)
@@ -183,15 +187,17 @@ def _newton(theta, y1, w, A, d, method, max_iter, tol, far):
     return theta, moved, converged
 
 
-def _direction(g, h):
-    """Newton's direction h^{-1} g where h (minus the Hessian) is positive definite, else the
-    steepest-ascent direction g scaled by the largest eigenvalue's inverse."""
+def _direction(g, h, theta, w, A, d):
+    """Newton's direction h^{-1} g where h (minus the Hessian) is positive definite, else
+    I^{-1} g (I the test information at theta: a Fisher scoring step, WLE only)."""
     ev = np.linalg.eigvalsh(h)
     pd = ev[:, 0] > 1e-12 * np.maximum(np.abs(ev[:, -1]), 1e-300)
     step = np.empty_like(g)
     if pd.any():
         step[pd] = np.linalg.solve(h[pd], g[pd][..., None])[..., 0]
     if (~pd).any():
-        scale = np.maximum(np.abs(ev[~pd, -1]), 1e-8)
-        step[~pd] = g[~pd] / scale[:, None]
+        p = expit(theta[~pd] @ A.T + d)
+        info = ((w[~pd] * p * (1 - p)) @ _outer(A)).reshape(-1, A.shape[1], A.shape[1])
+        info += 1e-10 * np.eye(A.shape[1])
+        step[~pd] = np.linalg.solve(info, g[~pd][..., None])[..., 0]
     return step
