@@ -184,6 +184,25 @@ def test_rotated_scores_are_the_rotated_banks():
         assert np.isinf(rot.theta[perfect]).all()
 
 
+def test_wle_where_its_objective_is_not_concave():
+    """Patterns whose WLE objective has an indefinite Hessian on the way (weak items: loadings
+    0.06, 0.02 and 0.04, 0.19): Fisher scoring steps there reach the maximum (a plain gradient
+    step left them 0.002-0.04 from stationary after 100 steps); with max_iter=1, not_converged."""
+    rng = np.random.default_rng(0)
+    A, d = rng.uniform(0, 1.5, (12, 2)), rng.normal(size=12)
+    th = rng.normal(size=(100000, 2))
+    y = (rng.random((100000, 12)) < 1 / (1 + np.exp(-(th @ A.T + d)))).astype(float)
+    y[rng.random(y.shape) < 0.2] = np.nan
+    y = y[[3095, 4766, 6254, 6911, 9240, 15836, 17317, 18925]]
+    bank = MultidimBank([f"i{j}" for j in range(12)], A, d)
+    res = score_multidim(y, bank, "wle", bounds=(-40, 40))   # two maxima lie beyond 10
+    assert set(res.flag) == {"ok"}
+    obs = ~np.isnan(y)
+    _, g, neg_h = objective(res.theta, np.where(obs, y, 0), obs * 1.0, A, d, "wle")
+    assert np.abs(g).max() < 1e-8 and (np.linalg.eigvalsh(neg_h)[:, 0] > 0).all()
+    assert "not_converged" in score_multidim(y, bank, "wle", max_iter=1).flag
+
+
 def test_refusals():
     bank = MultidimBank.read(BANK)
     with pytest.raises(ConfigError, match="bounds"):
@@ -208,3 +227,7 @@ def test_cli_score_ml_and_wle(tmp_path, capsys, method):
     assert df.flag.tolist() == lib.flag.tolist()
     np.testing.assert_allclose(df[["theta_1", "theta_2"]], lib.theta, rtol=1e-7)
     assert np.isinf(df.loc[df.flag == "perfect", "theta_1"]).all()
+    assert main(["score", str(CORR2F), "--bank", str(BANK), "-m", method, "-o", str(out),
+                 "--rotate", "oblimin"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"{method.upper()} on oblimin axes (Phi_12 0.589), median SE of the ok" in said
