@@ -203,6 +203,21 @@ def test_wle_where_its_objective_is_not_concave():
     assert "not_converged" in score_multidim(y, bank, "wle", max_iter=1).flag
 
 
+def test_blocks_of_subjects_give_the_same_scores(monkeypatch):
+    import atlascat.irt.multidimml as mm
+
+    responses, bank = _load("corr2f_missing")
+    whole = [score_multidim(responses, bank, m) for m in ("ml", "wle")]
+    monkeypatch.setattr(mm, "_BLOCK_CELLS", 12 * 7)        # 256 subjects a block (the least)
+    for m, res in zip(("ml", "wle"), whole):
+        again = score_multidim(responses, bank, m)
+        np.testing.assert_array_equal(again.flag, res.flag)
+        np.testing.assert_allclose(again.theta, res.theta, atol=1e-12)
+        np.testing.assert_allclose(again.se, res.se, atol=1e-12)
+    empty = score_multidim(np.zeros((0, 12)), bank, "wle")
+    assert empty.theta.shape == (0, 2) and empty.flag.shape == (0,)
+
+
 def test_refusals():
     bank = MultidimBank.read(BANK)
     with pytest.raises(ConfigError, match="bounds"):

@@ -50,6 +50,8 @@ FLAGS = ("ok", "perfect", "zero", "diverged", "at_bound", "not_converged", "sing
 MAX_STEP = 2.0
 #: step halvings tried before a subject's iteration is stopped
 _HALVINGS = 40
+#: answers (subjects x items) scored at once
+_BLOCK_CELLS = 2_000_000
 #: I(0) with smallest / largest eigenvalue below this is singular
 _RANK_TOL = 1e-10
 
@@ -65,23 +67,26 @@ def objective(theta, y1, w, A, d, method: str, *, derivatives: bool = True):
     answered, 0 missing), both (n, J). ``derivatives=False``: f only (gradient, Hessian None)."""
     n, k = theta.shape
     z = theta @ A.T + d
-    p = expit(z)
+    p, q = expit(z), expit(-z)                 # q accurate where p rounds to 1
     f = (y1 * z - w * np.logaddexp(0.0, z)).sum(1)
-    pq = w * p * (1.0 - p)
+    pq = w * p * q
     info = (pq @ _outer(A)).reshape(n, k, k)
     if method == "wle":
         sign, logdet = np.linalg.slogdet(info)
-        f = f + 0.5 * np.where(sign > 0, logdet, -np.inf)
+        logdet = np.where(sign > 0, logdet, -np.inf)
+        f = f + 0.5 * logdet
     if not derivatives:
         return f, None, None
     grad = (y1 - w * p) @ A
     if method == "ml":
         return f, grad, info
-    M = np.linalg.inv(info)
-    h = M.reshape(n, -1) @ _outer(A).T                          # a_j^T M a_j, (n, J)
+    M = np.full_like(info, np.nan)
+    ok = logdet > -np.inf
+    M[ok] = np.linalg.inv(info[ok])
+    h = M.reshape(n, k * k) @ _outer(A).T                       # a_j^T M a_j, (n, J)
     w1 = pq * (1.0 - 2.0 * p)
     grad = grad + 0.5 * (w1 * h) @ A
-    w2 = pq * ((1.0 - 2.0 * p) ** 2 - 2.0 * p * (1.0 - p))
+    w2 = pq * ((1.0 - 2.0 * p) ** 2 - 2.0 * p * q)
     first = ((w2 * h) @ _outer(A)).reshape(n, k, k)
     A3 = (A[:, :, None, None] * A[:, None, :, None] * A[:, None, None, :]).reshape(A.shape[0], -1)
     dI = (w1 @ A3).reshape(n, k, k, k)                          # dI/dtheta_k, (n, k, a, b)
@@ -93,8 +98,16 @@ def objective(theta, y1, w, A, d, method: str, *, derivatives: bool = True):
 def ml_wle(y, obs, bank, method: str, *, bounds=(-10.0, 10.0), max_iter: int = 100,
            tol: float = 1e-10):
     """(theta (n, K), cov (n, K, K), flag (n,) object) of ML or WLE for every subject (see the
-    module's docstring). ``y`` (n, J) in the bank's item order, ``obs`` its answered mask."""
+    module's docstring). ``y`` (n, J) in the bank's item order, ``obs`` its answered mask.
+    Computed in blocks of subjects (about ``_BLOCK_CELLS`` answers each) to bound memory."""
     A, d = np.asarray(bank.loadings, float), np.asarray(bank.intercepts, float)
+    step = max(256, _BLOCK_CELLS // max(A.shape[0], 1))
+    parts = [_ml_wle_block(y[i:i + step], obs[i:i + step], A, d, method, bounds, max_iter, tol)
+             for i in range(0, max(y.shape[0], 1), step)]
+    return tuple(np.concatenate(x) for x in zip(*parts))
+
+
+def _ml_wle_block(y, obs, A, d, method, bounds, max_iter, tol):
     lo, hi = float(bounds[0]), float(bounds[1])
     n, k = y.shape[0], A.shape[1]
     w = obs.astype(float)
@@ -196,8 +209,8 @@ def _direction(g, h, theta, w, A, d):
     if pd.any():
         step[pd] = np.linalg.solve(h[pd], g[pd][..., None])[..., 0]
     if (~pd).any():
-        p = expit(theta[~pd] @ A.T + d)
-        info = ((w[~pd] * p * (1 - p)) @ _outer(A)).reshape(-1, A.shape[1], A.shape[1])
+        z = theta[~pd] @ A.T + d
+        info = ((w[~pd] * expit(z) * expit(-z)) @ _outer(A)).reshape(-1, A.shape[1], A.shape[1])
         info += 1e-10 * np.eye(A.shape[1])
         step[~pd] = np.linalg.solve(info, g[~pd][..., None])[..., 0]
     return step
