@@ -172,13 +172,12 @@ def _newton(theta, y1, w, A, d, method, max_iter, tol, far):
         t = np.ones(act.size)
         todo = np.arange(act.size)
         new = theta[act].copy()
-        fnew = np.full(act.size, -np.inf)
         for _h in range(_HALVINGS):
             trial = theta[act[todo]] + t[todo, None] * step[todo]
-            ft, _, _ = objective(trial, y1[act[todo]], w[act[todo]], A, d, method,
-                                 derivatives=False)
+            ft = objective(trial, y1[act[todo]], w[act[todo]], A, d, method,
+                                 derivatives=False)[0]
             good = ft >= f[todo] - 1e-12 * np.abs(f[todo])
-            new[todo[good]], fnew[todo[good]] = trial[good], ft[good]
+            new[todo[good]] = trial[good]
             todo = todo[~good]
             if todo.size == 0:
                 break
