@@ -116,8 +116,8 @@ def test_map_is_a_stationary_point_and_eap_in_blocks(bank, full, monkeypatch):
 
 
 def test_library_refusals(bank, full):
-    with pytest.raises(ConfigError, match="EAP or MAP"):
-        score_multidim(full, bank, "wle")
+    with pytest.raises(ConfigError, match="EAP, MAP, ML or WLE"):
+        score_multidim(full, bank, "plausible")
     with pytest.raises(ConfigError, match="rotate must be one of"):
         score_multidim(full, bank, rotate="promax")
     with pytest.raises(ResponseDataError, match="0/1"):
@@ -144,8 +144,6 @@ def test_cli_score_writes_theta_and_se_per_dimension(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--method", "wle"], "scored by --method eap or map"),
-    (["--method", "ml"], "scored by --method eap or map"),
     (["--prior-sd", "2"], "--prior-sd is not available with a multidimensional bank"),
     (["--reconstruct", "pirt"], "--reconstruct is not available with a multidimensional bank"),
     (["--rotate", "promax"], "--rotate must be one of"),

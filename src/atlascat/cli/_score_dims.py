@@ -1,5 +1,5 @@
-"""``atlas score RESPONSES --bank MBANK`` on a multidimensional 2PL bank (a1..aK, d): EAP or MAP
-theta_1..theta_K and their posterior SDs, as mirt's ``fscores(mod, full.scores.SE = TRUE)``
+"""``atlas score RESPONSES --bank MBANK`` on a multidimensional 2PL bank (a1..aK, d): EAP, MAP,
+ML or WLE theta_1..theta_K and their SEs, as mirt's ``fscores(mod, full.scores.SE = TRUE)``
 (the work: :func:`atlascat.irt.multidimscore.score_multidim`)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from ._common import align_items, console, load_responses, print_frame, write_sc
 from ._score_table import with_mean_score
 
 #: what a multidimensional bank is scored by, said when something else is asked
-SUPPORTED = ("a multidimensional bank is scored by --method eap or map (mirt's fscores; wle "
-             "and ml are unidimensional here), prior N(0, I) on the bank's axes")
+SUPPORTED = ("a multidimensional bank is scored by --method eap, map, ml or wle (mirt's "
+             "fscores), eap and map with the prior N(0, I) on the bank's axes")
 
 
 def is_multidim_bank(spec) -> bool:
@@ -44,8 +44,9 @@ def score_dims_cmd(responses, bank, method: str, output, *, freq_column, normali
     rm = load_responses(responses, freq_column=freq_column, normalize_ids=normalize_ids)
     rm, bk = align_items(rm, bk, extra_items)
     res = score_multidim(rm, bk, method, quadpts=quadpts, rotate=rotate)
-    df = with_mean_score(res.to_frame(), rm.aligned_values(bk.item_ids), rm.weights,
-                         at=None)
+    df = res.to_frame()
+    df = with_mean_score(df, rm.aligned_values(bk.item_ids), rm.weights,
+                         at=df.columns.get_loc("n_items") + 1)
     if output is not None:
         write_scores_csv(df, output)
         console.print(f"wrote {len(df)} scores ({method}, {bk.n_dims} dimensions) to {output}")
@@ -56,14 +57,26 @@ def score_dims_cmd(responses, bank, method: str, output, *, freq_column, normali
 
 
 def summary_line(res, weights=None) -> str:
-    """``"2000 subjects, EAP on the bank's axes (prior N(0, I)), median SE 0.61, 0.58"``."""
+    """``"2000 subjects, EAP on the bank's axes (prior N(0, I)), median SE 0.61, 0.58"``; ML and
+    WLE: no prior, and the count of each flag other than ok."""
     import numpy as np
 
     from ..filtering import weighted_percentile
 
     w = None if weights is None else np.asarray(weights, float)
     n = len(res.theta) if w is None else float(w.sum())
-    med = ", ".join(f"{weighted_percentile(res.se[:, k], 50, w):.4f}" for k in range(res.n_dims))
-    axes = ("the bank's axes (prior N(0, I))" if res.rotate == "none" else
-            f"{res.rotate} axes (prior N(0, Phi), Phi_12 {res.phi[0, 1]:.3f})")
-    return f"{n:g} subjects, {res.method.upper()} on {axes}, median SE by dimension {med}"
+    prior = res.flag is None
+    ok = slice(None) if prior else np.asarray(res.flag) == "ok"
+    wk = None if w is None else w[ok]
+    med = ", ".join(f"{weighted_percentile(res.se[ok, k], 50, wk):.4f}" if res.se[ok].size
+                    else "-" for k in range(res.n_dims))
+    axes = ("the bank's axes" + (" (prior N(0, I))" if prior else "") if res.rotate == "none"
+            else f"{res.rotate} axes (" + ("prior N(0, Phi), " if prior else "")
+            + f"Phi_12 {res.phi[0, 1]:.3f})")
+    line = (f"{n:g} subjects, {res.method.upper()} on {axes}, median SE "
+            + ("" if prior else "of the ok scores ") + f"by dimension {med}")
+    if not prior:
+        flag = np.asarray(res.flag, dtype=str)
+        for f in sorted(set(flag) - {"ok"}):
+            line += f"; {(flag == f).sum() if w is None else w[flag == f].sum():g} {f}"
+    return line
