@@ -487,19 +487,21 @@ def test_live_predictor_run_resumes_exactly_after_a_failure(built, tmp_path):
             if first.status == "done":
                 return first, ev, None
             failing[0] = False
+            ev.close()                   # the failed run's store, as a crashed process's
             ev = LiveRun.resume(db, [first.run_id], subject_for=lambda desc, bank: subj)
             return ev.run()[0], ev, first
 
     whole, ev1, _ = run(tmp_path / "a.sqlite")
-    assert ev1.jobs[0].kind == ev1.store.get_run(whole.run_id)["kind"] == "predictor"
     failing[0] = True
     broken, ev2, first = run(tmp_path / "b.sqlite")
-    assert first is not None and first.status == "error" and 0 < first.n_items < 10
-    assert whole.status == broken.status == "done"
-    assert (broken.items, broken.scores) == (whole.items, whole.scores)
-    p1 = predict_run(ev1.store, whole.run_id)
-    p2 = predict_run(ev2.store, broken.run_id)
-    assert (p1["score"], p1["lo"], p1["hi"]) == (p2["score"], p2["lo"], p2["hi"])
+    with ev1, ev2:
+        assert ev1.jobs[0].kind == ev1.store.get_run(whole.run_id)["kind"] == "predictor"
+        assert first is not None and first.status == "error" and 0 < first.n_items < 10
+        assert whole.status == broken.status == "done"
+        assert (broken.items, broken.scores) == (whole.items, whole.scores)
+        p1 = predict_run(ev1.store, whole.run_id)
+        p2 = predict_run(ev2.store, broken.run_id)
+        assert (p1["score"], p1["lo"], p1["hi"]) == (p2["score"], p2["lo"], p2["hi"])
 
 
 @pytest.mark.slow

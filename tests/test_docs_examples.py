@@ -224,6 +224,7 @@ class PageRunner:
         if self.worker is not None:
             self.worker.stdin.close()
             self.worker.wait(timeout=30)
+            self.worker.stdout.close()
         for p in self.servers:
             p.terminate()
             p.wait(timeout=10)
