@@ -147,3 +147,15 @@ def test_atlas_score_quadrature_option(steep, tmp_path, capsys):
                  "-m", "wle"]) == 2
     err = capsys.readouterr().err
     assert "--quadrature" in err and "wle" in err
+
+
+def test_adaptive_on_a_device_and_on_resident_scores(steep):
+    """The array-API path (array_api_strict standing for a GPU): the fixed and check passes
+    run there, the refined subjects' answers come to the host; the same numbers as NumPy."""
+    strict = pytest.importorskip("array_api_strict", reason="array_api_strict not installed")
+    bank, y = steep
+    want = eap(y[:60], bank, quadrature="adaptive")
+    for got in (eap(y[:60], bank, device=strict, quadrature="adaptive"),
+                eap(strict.asarray(y[:60]), bank, quadrature="adaptive")):
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=0, atol=1e-12)
