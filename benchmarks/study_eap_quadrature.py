@@ -24,7 +24,7 @@ it) and the reference: 20,001 nodes (0.0006 apart). Reported: median / p99 / max
 
 Cost, separately: ``eap`` fixed vs adaptive on the recorded dense matrices (every model, every
 item of the bank's benchmark) and on a synthetic 2PL bank of 2,000 items x 5,000 subjects
-(a user's own large dense calibration set).
+(a user's own large dense calibration set), with each one's largest SD error.
 
     OPENBLAS_NUM_THREADS=1 nice python benchmarks/study_eap_quadrature.py [--subjects 400]
         [--bench mmlu ...] [--seed 0]
@@ -165,8 +165,10 @@ def cost_rows(seed):
             secs[quad + "_res"] = res
         refined = np.mean((secs["adaptive_res"][0] != secs["fixed_res"][0])
                           | (secs["adaptive_res"][1] != secs["fixed_res"][1]))
+        t_ref, s_ref = reference(y, bank)
+        err = [np.max(np.abs(secs[f"{k}_res"][1] / s_ref - 1)) for k in ("fixed", "adaptive")]
         out.append((name, y.shape, secs["fixed"], secs["adaptive"], refined,
-                    float(np.median(secs["fixed_res"][1]))))
+                    float(np.median(secs["fixed_res"][1])), err))
     return out
 
 
@@ -176,11 +178,12 @@ def main():
     ap.add_argument("--subjects", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-cost", action="store_true")
+    ap.add_argument("--cost-only", action="store_true")
     args = ap.parse_args()
     print("| bank | answers | median ref SD | method | SD rel. error median / p99 / max "
           "| EAP abs. error median / p99 / max | refined | s |")
     print("|---|---|---|---|---|---|---|---|")
-    for bench in args.bench:
+    for bench in [] if args.cost_only else args.bench:
         ref = BankRef.from_option(bench)
         bank = ref.load()
         rng = np.random.default_rng(args.seed)
@@ -200,11 +203,12 @@ def main():
                       f"{fmt(r['eap'])} | {share} | {sec} |", flush=True)
     if args.no_cost:
         return
-    print("\n| answers | subjects x items | median SD | fixed s | adaptive s | refined |")
-    print("|---|---|---|---|---|---|")
-    for name, shape, tf, ta, share, sd in cost_rows(args.seed):
+    print("\n| answers | subjects x items | median SD | fixed s | adaptive s | refined "
+          "| SD max rel. error fixed / adaptive |")
+    print("|---|---|---|---|---|---|---|")
+    for name, shape, tf, ta, share, sd, err in cost_rows(args.seed):
         print(f"| {name} | {shape[0]} x {shape[1]} | {sd:.3f} | {tf:.3f} | {ta:.3f} | "
-              f"{100 * share:.0f}% |", flush=True)
+              f"{100 * share:.0f}% | {fmt(err)} |", flush=True)
 
 
 if __name__ == "__main__":
