@@ -88,17 +88,23 @@ def test_wide_posteriors_keep_the_grids_numbers_bit_for_bit(name):
     np.testing.assert_allclose(adapt["theta"], ref["EAP_theta"], atol=1e-5)
 
 
-def test_ordinal_banks_refine_too():
+def _steep_ordinal():
+    """A graded bank of slope 25 (four categories, 40 items) and 3-9 ratings (codes 0-3) of
+    200 examinees."""
     rng = np.random.default_rng(3)
     m = 40
-    d = np.sort(rng.normal(0, 20, (m, 3)), axis=1)[:, ::-1]      # slope 25: steep ratings
+    d = np.sort(rng.normal(0, 20, (m, 3)), axis=1)[:, ::-1]
     bank = PolyBank([f"i{j}" for j in range(m)], np.column_stack([np.full(m, 25.0), d]),
                     model="graded")
     theta = rng.uniform(-2, 2, 200)
     p = np.nan_to_num(np.asarray(poly.prob(bank.models, bank.params, theta)))     # (m, n, K)
     codes = (rng.random((m, 200, 1)) > np.cumsum(p, axis=2)).sum(2).T.astype(float)
     keep = np.argsort(rng.random(codes.shape), axis=1) < rng.integers(3, 10, 200)[:, None]
-    codes = np.where(keep, np.minimum(codes, 3), np.nan)
+    return bank, np.where(keep, np.minimum(codes, 3), np.nan)
+
+
+def test_ordinal_banks_refine_too():
+    bank, codes = _steep_ordinal()
     t_ref, s_ref = eap_codes(codes, bank.models, bank.params, 10001)
     t_fix, s_fix, _, _ = score_ordinal(codes, bank, "eap")
     t_ad, s_ad, _, _ = score_ordinal(codes, bank, "eap", quadrature="adaptive")
@@ -159,3 +165,25 @@ def test_adaptive_on_a_device_and_on_resident_scores(steep):
                 eap(strict.asarray(y[:60]), bank, quadrature="adaptive")):
         np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12)
         np.testing.assert_allclose(got[1], want[1], rtol=0, atol=1e-12)
+
+
+def test_atlas_score_quadrature_on_ordinal_and_multidimensional_banks(tmp_path, capsys):
+    bank, codes = _steep_ordinal()
+    bpath = bank.write(tmp_path / "graded.csv")
+    ratings = pd.DataFrame(codes, columns=list(bank.item_ids),         # levels 0-3
+                           index=pd.Index([f"m{i}" for i in range(len(codes))], name="model"))
+    ratings.to_csv(tmp_path / "ratings.csv")
+    out = tmp_path / "s.csv"
+    assert main(["score", str(tmp_path / "ratings.csv"), "--bank", str(bpath), "--quadrature",
+                 "adaptive", "-q", "-o", str(out)]) == 0
+    back = PolyBank.read(bpath)
+    want, _, _, _ = score_ordinal(back.encode(ratings.to_numpy()), back, "eap",
+                                  quadrature="adaptive")
+    fixed, _, _, _ = score_ordinal(back.encode(ratings.to_numpy()), back, "eap")
+    np.testing.assert_allclose(pd.read_csv(out)["theta"], want, atol=1e-8)
+    assert np.max(np.abs(want - fixed)) > 1e-4
+    mdim = Path(__file__).parent / "data" / "mirt_mdscore"
+    capsys.readouterr()
+    assert main(["score", str(mdim / "corr2f_missing.csv"), "--bank", str(mdim / "corr2f_bank.csv"),
+                 "--quadrature", "adaptive"]) == 2
+    assert "--quadrature" in capsys.readouterr().err
