@@ -15,7 +15,7 @@ model:
 
 Each set is scored N(0, 1) on [-6, 6] by: ``fixed`` (121 nodes, ``eap(quadrature="fixed")``),
 ``adaptive`` (``eap(quadrature="adaptive")``: the grid where the 61-node half grid agrees to
-1e-4 SD, 1,921 nodes for the others), ``adaptive, SD<0.3`` (the same, refined only where the
+1e-4 SD, 961 nodes for the others), ``adaptive, SD<0.3`` (the same, refined only where the
 grid's SD is under 3 node spacings: what a parity-keeping default could do), ``GH 41``
 (Naylor-Smith adaptive Gauss-Hermite, 41 nodes centred at each subject's posterior mean and
 scaled by its SD, iterated to a fixed point; tried first, kept here as the evidence against

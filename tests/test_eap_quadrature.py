@@ -119,7 +119,7 @@ def test_ordinal_banks_refine_too():
 
 
 def test_the_check_and_the_grids():
-    assert coarse_points(121) == 61 and refined_points(121) == 1921
+    assert coarse_points(121) == 61 and refined_points(121) == 961
     assert refined_points(5001) == 10001 and refined_points(10001) == 10001
     flag = unresolved([0.0, 1.0, np.nan], [0.5, 0.1, np.nan], [0.0, 1.001, np.nan],
                       [0.50001, 0.1, np.nan])

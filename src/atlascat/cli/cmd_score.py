@@ -18,7 +18,7 @@ _QUADPTS = typer.Option(SCORE_QUADPTS, "--quadpts",
          "multidimensional bank: per dimension, unless set mirt's fscores' 61 for 2, 31 for 3).")
 _QUADRATURE = typer.Option(SCORE_QUADRATURE, "--quadrature", metavar="fixed|adaptive",
     help="EAP integration: fixed (the --quadpts grid alone, mirt's fscores) or adaptive (the "
-         "grid where it resolves the posterior; a 16 times finer one where not: short answer "
+         "grid where it resolves the posterior; an 8 times finer one where not: short answer "
          "sets of steep items).")
 _CALIBRATION = typer.Option(None, "--calibration",
     help="Full responses of calibration models (file or bundled name): estimate the gp-IRT "

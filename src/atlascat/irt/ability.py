@@ -106,7 +106,7 @@ def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=
     order, NaN = missing) are scored where they lie: nothing but the thetas and SEs crosses to
     the host (and, with ``quadrature="adaptive"``, the answers of the subjects refined).
     ``quadrature``: "fixed" (the grid alone, mirt's numbers) or "adaptive" (the grid where it
-    resolves the posterior, bit for bit; a grid 16 times finer for the others,
+    resolves the posterior, bit for bit; a grid 8 times finer for the others,
     :mod:`atlascat.irt.adaptquad`).
 
     Returns ``(theta, se)``, NumPy arrays of shape (n_subjects,).
@@ -453,7 +453,7 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         "map" (posterior mode) or "ml" (maximum likelihood)
     prior_mean, prior_sd : normal prior for EAP and MAP
     quadpts, theta_range : EAP quadrature (equally spaced nodes)
-    quadrature : EAP: "adaptive" (the grid where it resolves the posterior, a grid 16 times
+    quadrature : EAP: "adaptive" (the grid where it resolves the posterior, a grid 8 times
         finer for the others, :mod:`atlascat.irt.adaptquad`) or "fixed" (the grid alone:
         mirt's fscores)
     bounds : search interval of ML / MAP / WLE

@@ -1,4 +1,4 @@
-"""Refined quadrature for the EAP: the posterior mean and SD integrated again, on a grid 16
+"""Refined quadrature for the EAP: the posterior mean and SD integrated again, on a grid 8
 times finer, for the subjects whose posterior the fixed grid does not resolve.
 
 The fixed grid (mirt's fscores: 121 nodes 0.1 apart on [-6, 6]) integrates a posterior of SD
@@ -13,10 +13,11 @@ leaves its SD up to tens of percent off (benchmarks/results/eap_quadrature.md). 
    so the half grid's error is about the fine grid's square or fourth root: where theta and SD
    of both agree to ``CHECK_TOL`` x SD, the fixed grid's numbers are kept, bit for bit (mirt's);
 2. the others: the same integral (prior N(mu, sigma^2) on ``theta_range``) on
-   (quadpts - 1) x ``REFINE`` + 1 nodes (1,921: 0.00625 apart), by the same matrix-product
+   (quadpts - 1) x ``REFINE`` + 1 nodes (961: 0.0125 apart), by the same matrix-product
    kernel (:func:`atlascat.irt.estep.bank_estep`), all refined subjects at once. A slope of 50
-   times that spacing is 0.31, which leaves an error near 1e-27 by the bound above; a
-   Gaussian posterior needs sigma > 0.02 for 1e-14.
+   times that spacing is 0.625, which leaves an error near 2e-14 by the bound above, a
+   Gaussian posterior of SD 0.02 one near 1e-22 (16 times finer was no more accurate in the
+   study; 4 times left 5e-5 on mmlu).
 
 Gauss-Hermite nodes centred at each subject's posterior (Naylor and Smith, 1982; Schilling
 and Bock, 2005) were tried first: they are exact for smooth posteriors but worse than the grid
@@ -42,7 +43,7 @@ __all__ = ["QUADRATURES", "REFINE", "CHECK_TOL", "check_quadrature", "coarse_poi
 #: grid REFINE times finer elsewhere) or "fixed" (mirt's grid alone)
 QUADRATURES = ("adaptive", "fixed")
 #: how many times finer the grid of the refined subjects is
-REFINE = 16
+REFINE = 8
 #: the grid is kept where its theta and SD agree with the half grid's to this fraction of the SD
 CHECK_TOL = 1e-4
 _MAX_NODES = 10001
@@ -63,7 +64,7 @@ def coarse_points(quadpts: int) -> int:
 
 
 def refined_points(quadpts: int) -> int:
-    """Nodes of the refined grid: ``REFINE`` times finer (121 -> 1,921), at most 10,001."""
+    """Nodes of the refined grid: ``REFINE`` times finer (121 -> 961), at most 10,001."""
     gaps = int(quadpts) - 1
     return gaps * max(1, min(REFINE, (_MAX_NODES - 1) // gaps)) + 1
 

@@ -151,7 +151,7 @@ def _info_terms(codes, bank: PolyBank, theta):
 
 
 def _adaptive_eap(codes, bank: PolyBank, th, se, quadpts, theta_range, prior_mean, prior_sd):
-    """The fixed grid's EAP ``th``, ``se`` where the half grid agrees, a grid 16 times finer
+    """The fixed grid's EAP ``th``, ``se`` where the half grid agrees, a grid 8 times finer
     elsewhere (:mod:`atlascat.irt.adaptquad`)."""
     th_c, se_c = eap_codes(codes, bank.models, bank.params, coarse_points(quadpts), theta_range,
                            prior_mean, prior_sd)
