@@ -282,13 +282,13 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, 
 
 
 def _check_quadrature(quadrature: str, method: str) -> str:
-    """--quadrature checked (a one-line error for another name, or adaptive with a method
-    other than EAP, which integrates nothing)."""
+    """--quadrature checked (a one-line error for another name, or one set away from its
+    default with a method other than EAP, which integrates nothing)."""
     from ..errors import ConfigError
     from ..irt.adaptquad import check_quadrature
 
     quadrature = check_quadrature(quadrature)
-    if quadrature != "fixed" and method.lower() != "eap":
+    if quadrature != SCORE_QUADRATURE and method.lower() != "eap":
         raise ConfigError(f"--quadrature {quadrature} sets how the EAP integrates; --method "
                           f"{method.lower()} integrates nothing: drop --quadrature")
     return quadrature
