@@ -145,6 +145,7 @@ def read_bank_and_ratings(bank, responses, freq_column, normalize_ids: bool):
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
+                      quadrature: str = "fixed",
                       normalize_ids: bool = False, binary_only: dict | None = None,
                       grouping: dict | None = None) -> None:
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
@@ -172,12 +173,12 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
     iids = list(frame.columns)
     if grouping is None:
         df = estimate_ability(frame, bk, method, prior_mean=prior_mean, prior_sd=prior_sd,
-                              quadpts=quadpts, extra_items=extra_items)
+                              quadpts=quadpts, extra_items=extra_items, quadrature=quadrature)
     else:
         from ..irt.groupscore import score_groups
 
         df = score_groups(frame, bk, grouping["groups"], grouping["priors"], method,
-                          quadpts=quadpts, extra_items=extra_items)
+                          quadpts=quadpts, extra_items=extra_items, quadrature=quadrature)
     from ..irt.polyscore import aligned_ratings
     from ._common import note_unseen_ratings
     from ._score_table import with_ratings

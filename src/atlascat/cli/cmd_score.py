@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..irt.defaults import SCORE_QUADPTS, THETA_RANGE
+from ..irt.defaults import SCORE_QUADPTS, SCORE_QUADRATURE, THETA_RANGE
 from ._common import (GROUPS_HELP, RESPONSES_HELP, SUMMARY_HELP, align_items,
                       bank_option_help, check_grouped_bank, console, err_console,
                       load_responses, output_file, print_frame, quiet_option, se_line, warn,
@@ -17,6 +17,10 @@ METHODS = ("eap", "wle", "map", "ml")
 _QUADPTS = typer.Option(SCORE_QUADPTS, "--quadpts",
     help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (a "
          "multidimensional bank: per dimension, unless set mirt's fscores' 61 for 2, 31 for 3).")
+_QUADRATURE = typer.Option(SCORE_QUADRATURE, "--quadrature", metavar="fixed|adaptive",
+    help="EAP integration: fixed (the --quadpts grid alone, mirt's fscores) or adaptive (the "
+         "grid where it resolves the posterior; an 8 times finer one where not: short answer "
+         "sets of steep items).")
 _CALIBRATION = typer.Option(None, "--calibration",
     help="Full responses of calibration models (file or bundled name): estimate the gp-IRT "
          "lambda from them (instead of --lambda).")
@@ -88,6 +92,7 @@ def score_command(
     prior_mean: float = typer.Option(0.0, "--prior-mean", help="EAP/MAP normal prior mean."),
     prior_sd: float = typer.Option(1.0, "--prior-sd", help="EAP/MAP normal prior SD (> 0)."),
     quadpts: int = _QUADPTS,
+    quadrature: str = _QUADRATURE,
     reconstruct: str = typer.Option("none", "--reconstruct",
                                     help="none, pirt or gpirt: add the reconstructed mean score."),
     lam: float = typer.Option(None, "--lambda", help="gp-IRT weight in [0, 1]."),
@@ -122,6 +127,7 @@ def score_command(
     from ..catalogue import BankRef
 
     _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, calibration, seed)
+    quadrature = _check_quadrature(quadrature, method)
     output = output_file(output, inputs={"RESPONSES": responses, "--bank": bank,
                                          "--calibration": calibration, "--form": form,
                                          "--groups": groups, "--summary": summary})
@@ -136,7 +142,7 @@ def score_command(
     rm, factors, n_form = _form_factors(form, ref, rm)
     answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))
     df = _scores(rm, bk, method.lower(), grouping, prior_mean=prior_mean, prior_sd=prior_sd,
-                 quadpts=quadpts, device=device)
+                 quadpts=quadpts, device=device, quadrature=quadrature)
     if reconstruct != "none":
         lam = lam if lam is not None or reconstruct == "pirt" else _estimated_lambda(
             calibration, rm, bk, normalize_ids=normalize_ids, seed=seed)
@@ -170,6 +176,7 @@ def _other_bank(o: dict) -> bool:
         score_ordinal_cmd(o["responses"], o["bank"], o["method"].lower(), o["output"],
                           freq_column=o["freq_column"], prior_mean=o["prior_mean"],
                           prior_sd=o["prior_sd"], quadpts=o["quadpts"],
+                          quadrature=o["quadrature"],
                           extra_items=o["extra_items"], normalize_ids=o["normalize_ids"],
                           binary_only=binary_only, grouping=_grouping(
                               o["groups"], o["summary"], o["method"].lower(), o["prior_mean"],
@@ -187,6 +194,7 @@ def _other_bank(o: dict) -> bool:
                    quadpts=None if o["quadpts"] == SCORE_QUADPTS else o["quadpts"],
                    rotate=o["rotate"], extra_items=o["extra_items"], unsupported={
                        **binary_only, "--prior-mean": o["prior_mean"] != 0.0,
+                       "--quadrature": o["quadrature"] != "fixed",
                        "--prior-sd": o["prior_sd"] != 1.0, "--seed": o["seed"] != 0})
     return True
 
@@ -274,6 +282,19 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, 
                           f"--reconstruct {reconstruct} does not use: add --reconstruct gpirt, "
                           f"or drop {' and '.join(unused)}")
     check_seed(seed)
+
+
+def _check_quadrature(quadrature: str, method: str) -> str:
+    """--quadrature checked (a one-line error for another name, or one set away from its
+    default with a method other than EAP, which integrates nothing)."""
+    from ..errors import ConfigError
+    from ..irt.adaptquad import check_quadrature
+
+    quadrature = check_quadrature(quadrature)
+    if quadrature != SCORE_QUADRATURE and method.lower() != "eap":
+        raise ConfigError(f"--quadrature {quadrature} sets how the EAP integrates; --method "
+                          f"{method.lower()} integrates nothing: drop --quadrature")
+    return quadrature
 
 
 def _grouping(groups, summary, method: str, prior_mean: float, prior_sd: float, form):

@@ -50,11 +50,12 @@ import numpy as np
 import pandas as pd
 from .special import logsumexp
 
-from .defaults import SCORE_QUADPTS, THETA_RANGE
+from .defaults import SCORE_QUADPTS, SCORE_QUADRATURE, THETA_RANGE
 from .._blas import with_small_products
 from ..errors import ConfigError, ResponseDataError
 from . import arrays, models
 from .abilityresult import AbilityResult, finish
+from .adaptquad import check_quadrature, coarse_points, refined_points, unresolved
 from .bank import ItemBank
 from .devicesolve import estimating_function, search_grid, solve_on_device
 from .estep import bank_estep
@@ -92,7 +93,7 @@ def grid_posterior(y: np.ndarray, bank: ItemBank, quad) -> np.ndarray:
 @with_small_products
 def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=THETA_RANGE,
         prior_mean: float = 0.0, prior_sd: float = 1.0, device="cpu", dtype: str = "float64",
-        memory_limit=None):
+        memory_limit=None, quadrature: str = SCORE_QUADRATURE):
     """EAP theta and posterior SD for every subject; defaults are mirt's fscores' (121 nodes, [-6, 6], N(0,1)).
 
     theta_i = sum_q x_q post_iq, SD_i^2 = sum_q x_q^2 post_iq - theta_i^2, with
@@ -103,7 +104,10 @@ def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=
     float64); ``memory_limit`` (bytes) bounds the device memory by scoring blocks of subjects.
     ``responses`` of another array library (a torch / CuPy tensor on its GPU, in the bank's item
     order, NaN = missing) are scored where they lie: nothing but the thetas and SEs crosses to
-    the host.
+    the host (and, with ``quadrature="adaptive"``, the answers of the subjects refined).
+    ``quadrature``: "fixed" (the grid alone, mirt's numbers) or "adaptive" (the grid where it
+    resolves the posterior, bit for bit; a grid 8 times finer for the others,
+    :mod:`atlascat.irt.adaptquad`).
 
     Returns ``(theta, se)``, NumPy arrays of shape (n_subjects,).
     """
@@ -114,7 +118,8 @@ def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=
     y = (_resident_scores(responses, bank) if arrays.is_resident(responses)
          else response_array(responses, bank))
     return _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, device=device,
-                      dtype=dtype, memory_limit=memory_limit)
+                      dtype=dtype, memory_limit=memory_limit,
+                      quadrature=check_quadrature(quadrature))
 
 
 def fscores(y: np.ndarray, bank: ItemBank, *, device="cpu", memory_limit=None):
@@ -140,7 +145,7 @@ def _resident_scores(y, bank: ItemBank):
 
 
 def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="cpu",
-               dtype="float64", memory_limit=None):
+               dtype="float64", memory_limit=None, quadrature="fixed"):
     """:func:`eap` on scores already in the bank's item order (checked settings)."""
     if dtype not in ("float32", "float64"):
         raise ConfigError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
@@ -148,7 +153,23 @@ def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="c
     w = _item_weights(bank)                  # the E-step kernel scales the terms on any device
     es = bank_estep(y, None, bank, quad, device=device, dtype=dtype, memory_limit=memory_limit,
                     item_scale=w)
-    return arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
+    theta, se = arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
+    if check_quadrature(quadrature) == "adaptive":
+        half = normal_quadrature(coarse_points(quadpts), theta_range, prior_mean, prior_sd)
+        es = bank_estep(y, None, bank, half, device=device, dtype=dtype,
+                        memory_limit=memory_limit, item_scale=w)
+        rows = np.flatnonzero(unresolved(theta, se, arrays.to_numpy(es.theta),
+                                         arrays.to_numpy(es.se)))
+        if rows.size:
+            fine = normal_quadrature(refined_points(quadpts), theta_range, prior_mean, prior_sd)
+            es = bank_estep(arrays.to_numpy(y)[rows], None, bank, fine, device=device,
+                            dtype=dtype, memory_limit=memory_limit or _REFINE_MEMORY,
+                            item_scale=w)
+            theta[rows], se[rows] = arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
+    return theta, se
+
+
+_REFINE_MEMORY = 1 << 28    # bytes of work arrays for the refined grid (blocks of subjects)
 
 
 def _item_weights(bank, device="cpu"):
@@ -411,7 +432,8 @@ def _solve_on(y, bank, method, device, **kw) -> AbilityResult:
 def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_mean: float = 0.0,
                      prior_sd: float = 1.0, quadpts: int = SCORE_QUADPTS, theta_range=THETA_RANGE,
                      bounds=(-10.0, 10.0), extra_items: str = "warn",
-                     subject_ids=None, device="cpu") -> pd.DataFrame:
+                     subject_ids=None, device="cpu",
+                     quadrature: str = SCORE_QUADRATURE) -> pd.DataFrame:
     """Theta and SE for every subject, one row each.
 
     With L(theta) = prod_j P_j(theta)^y_j (1 - P_j(theta))^(1 - y_j) over the items answered
@@ -431,6 +453,9 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         "map" (posterior mode) or "ml" (maximum likelihood)
     prior_mean, prior_sd : normal prior for EAP and MAP
     quadpts, theta_range : EAP quadrature (equally spaced nodes)
+    quadrature : EAP: "adaptive" (the grid where it resolves the posterior, a grid 8 times
+        finer for the others, :mod:`atlascat.irt.adaptquad`) or "fixed" (the grid alone:
+        mirt's fscores)
     bounds : search interval of ML / MAP / WLE
     extra_items : what to do with response items the bank does not contain (e.g. the constant
         items :func:`~atlascat.calibrate` leaves out): "warn" (default: left out, with a warning
@@ -453,6 +478,7 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     method = str(method).lower()
     if method not in METHODS:
         raise ConfigError(f"unknown scoring method {method!r}; use one of {', '.join(METHODS)}")
+    quadrature = check_quadrature(quadrature)
     from .polybank import PolyBank
 
     if isinstance(responses, (ItemBank, PolyBank)) and not isinstance(bank, (ItemBank, PolyBank)):
@@ -472,7 +498,7 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         return estimate_ordinal(responses, bank, method, subject_ids=subject_ids,
                                 extra_items="error" if extra_items == "error" else "ignore",
                                 prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
-                                theta_range=theta_range, bounds=bounds)
+                                theta_range=theta_range, bounds=bounds, quadrature=quadrature)
     check_ability_settings(prior_mean=prior_mean, prior_sd=prior_sd, quadpts=quadpts,
                            theta_range=theta_range, bounds=bounds, extra_items=extra_items)
     responses = as_labelled_responses(responses)
@@ -499,7 +525,7 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
     y = response_array(responses, bank, extra=extra_items)
     if method == "eap":
         theta, se = _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd,
-                               device=device)
+                               device=device, quadrature=quadrature)
         n_obs = (~np.isnan(y)).sum(axis=1)
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
         res = AbilityResult(theta, se, n_obs, flag, "eap")

@@ -80,7 +80,7 @@ from ..errors import warn_user
 from . import arrays
 from .colstats import binary_counts
 
-__all__ = ["AUTO", "QUADPTS", "SCORE_QUADPTS", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
+__all__ = ["AUTO", "QUADPTS", "SCORE_QUADPTS", "SCORE_QUADRATURE", "THETA_RANGE", "MAX_ITER", "TOL", "CONVERGENCE", "LINK", "DefaultsChoice", "DefaultsWarning", "IdentificationWarning",
            "MODEL_MIN_SUBJECTS", "LARGE_N_DEFAULT", "LARGE_N_PRIOR_U", "MID_N_DEFAULT",
            "SMALL_N_DEFAULT", "PREDICTION_PRIOR_SD", "PREDICTION_MIN_SOURCES", "choose_defaults",
            "is_auto", "identification_problems", "resolve"]
@@ -93,6 +93,10 @@ QUADPTS = 61
 #: factor, 121 nodes on [-6, 6]; 61 nodes are 0.2 apart, too coarse for a posterior SD of 0.1
 #: (hundreds of items), where the 61-node EAP is up to 0.05 off
 SCORE_QUADPTS = 121
+#: how the EAP score integrates (estimate_ability, eap, atlas score --quadrature): "adaptive"
+#: keeps the grid's numbers where it resolves the posterior and integrates the others on
+#: Gauss-Hermite nodes at each subject's posterior (irt.adaptquad); "fixed": the grid alone
+SCORE_QUADRATURE = "fixed"
 #: anchor drift in linking: |z| of the anchor's curve gap (or b gap over its SE) above DRIFT_Z
 #: (up to 20 anchors; more beyond, linking.drift_threshold) and a b gap DRIFT_MIN from the median
 DRIFT_Z = 4.0
