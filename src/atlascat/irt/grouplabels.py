@@ -246,7 +246,7 @@ def with_group_priors(bank, source):
     meta[GROUP_PRIORS_COLUMN] = text
     if isinstance(bank, ItemBank):
         return ItemBank(bank.item_ids, *bank.params, metadata=meta, model=bank.model)
-    return type(bank)(bank.item_ids, bank.params, bank.models, bank.levels, scales=bank.scales,
+    return type(bank)(bank.item_ids, bank.params, bank.kinds, bank.levels, scales=bank.scales,
                       metadata=meta)
 
 

@@ -425,14 +425,26 @@ def null_m2(y, w, n_cat, kind: str, params=None, step=None):
     return stat, df
 
 
+def common_slope(delta, n_cat) -> np.ndarray:
+    """Delta of a partial credit bank (mirt's "Rasch": one slope sigma, fixed at 1 with the
+    latent variance sigma^2 estimated): each item's slope column (its first) summed into one,
+    the last (the variance's direction: d/d sigma^2 = d/d sigma / (2 sigma), the same span)."""
+    slopes = np.concatenate([[0], np.cumsum(np.asarray(n_cat, dtype=int))[:-1]])
+    common = delta[:, slopes].sum(axis=1, keepdims=True)
+    return np.hstack([np.delete(delta, slopes, axis=1), common])
+
+
 def m2_df(bank: PolyBank, statistic: str = "M2*", estimated=None) -> tuple[str, int, int, int]:
     """(statistic used, df, moments, free parameters) of :func:`m2_ordinal` on ``bank``:
-    ``"auto"`` is M2* where it has degrees of freedom, else C2."""
+    ``"auto"`` is M2* where it has degrees of freedom, else C2. A partial credit bank
+    (``bank.is_pcm``) has its intercepts and one latent variance free, as mirt's "Rasch"."""
     est = ordinal_estimated(estimated)
     kind = str(statistic).upper()
     n = len(bank)
     n_cat = bank.n_cat.astype(int)
     n_free = int(n_cat.sum()) if est == "all" else 0
+    if n_free and getattr(bank, "is_pcm", False):
+        n_free += 1 - n
     pairs = n * (n - 1) // 2
     if kind == "AUTO":
         kind = "M2*" if n + pairs - n_free > 0 else "C2"
@@ -485,6 +497,9 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     P, E, E2, J, G = _pieces(bank.models, bank.params, quad.nodes, est == "all", gpcm_slope)
     resid, xi, delta, N, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, G, quad.weights,
                                                              free, n_cat, kind)
+    pcm = est == "all" and bank.is_pcm
+    if pcm:
+        delta = common_slope(delta, n_cat)
     step()
     stat, weak = _m2_quadratic(resid, xi, delta, N)
     if weak and kind == "M2*":
@@ -494,6 +509,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
             kind, df = m2_df(bank, "C2", est)[:2]
             resid, xi, delta, N, obs_cov, model_cov = _moment_system(
                 y, w, P, E, E2, J, G, quad.weights, free, n_cat, kind)
+            delta = common_slope(delta, n_cat) if pcm else delta
             stat = _m2_quadratic(resid, xi, delta, N)[0]
     step()
     pval = float(chi2.sf(stat, df))
