@@ -271,7 +271,8 @@ class PolyBank:
         return len(self.item_ids)
 
     def __repr__(self) -> str:
-        return (f"PolyBank({len(self)} items, model={self.model!r}, categories "
+        model = "pcm" if self.is_pcm else self.model
+        return (f"PolyBank({len(self)} items, model={model!r}, categories "
                 f"{int(self.n_cat.min())}-{int(self.n_cat.max())})")
 
     def __contains__(self, item_id) -> bool:
