@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ._common import (console, escape, json_safe, predicted_summary, print_frame, progress_bar,
-                      warn)
+                      tested_under_one_prior, warn)
 from ._options import cli_names
 
 
@@ -21,6 +21,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
 
     _check_options(o)
     pb = PolyBank.read(bank)
+    tested_under_one_prior(pb, config)
     kwargs = {}
     if o.responses:
         values, sids, iids, _ = read_ratings(o.responses[0])

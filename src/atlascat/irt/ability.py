@@ -464,6 +464,10 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
 
         check_bank(bank)   # a name, a path or a frame: a ConfigError saying how to load it
         warn_negative_slopes(bank)
+    if method in ("eap", "map"):   # a multiple-group fit's bank under one prior: said
+        from .grouplabels import warn_single_prior
+
+        warn_single_prior(bank, "scored", (prior_mean, prior_sd))
     if isinstance(bank, PolyBank):   # ordinal items: ratings on their own scale
         from .polyscore import estimate_ordinal
 
