@@ -234,6 +234,8 @@ class PolyBank:
         if (counts > 1).any():
             raise BankError(f"duplicate item id(s): {[str(u) for u in uniq[counts > 1]][:5]}; "
                             "ids must be unique")
+        pcm = np.flatnonzero(self.kinds == "pcm")
+        slope = p[pcm[0], 0] if pcm.size else np.nan   # the pcm items' one slope
         for j, item in enumerate(ids):
             d = p[j, 1:]
             k = int(self.n_cat[j]) - 1
@@ -253,11 +255,10 @@ class PolyBank:
                 raise BankError(f"item {item!r}: graded intercepts must decrease (d1 > d2 > ...),"
                                 f" got {np.round(d[:k], 4).tolist()}")
             lev = self.levels[j]
-            if self.kinds[j] == "pcm" and not np.isclose(p[j, 0], p[self.kinds == "pcm"][0, 0],
-                                                        rtol=1e-9, atol=0.0):
+            if self.kinds[j] == "pcm" and not np.isclose(p[j, 0], slope, rtol=1e-9, atol=0.0):
                 raise BankError(f"item {item!r}: a partial credit (pcm) item has the bank's one "
-                                f"slope a1 = {p[self.kinds == 'pcm'][0, 0]:g}, got {p[j, 0]:g}; "
-                                "items of their own slopes are gpcm")
+                                f"slope a1 = {slope:g}, got {p[j, 0]:g}; items of their own "
+                                "slopes are gpcm")
             if lev.shape != (k + 1,) or (np.diff(lev) <= 0).any():
                 raise BankError(f"item {item!r}: {k + 1} categories need {k + 1} increasing "
                                 f"levels, got {lev.tolist()}")
