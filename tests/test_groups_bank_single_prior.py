@@ -116,3 +116,18 @@ def test_atlas_evaluate_on_a_grouped_bank_warns_one_line(tmp_path, capsys):
                         "--max-items", "4", "-o", tmp_path / f"out_{n}"]) == 0
         lines = _lines(capsys)
         assert len(lines) == n, lines
+
+
+def test_atlas_ranks_on_a_grouped_bank_warns_one_line(tmp_path, capsys):
+    plain, grouped = _binary()
+    y = (np.random.default_rng(3).random((20, 12)) < 0.5).astype(int)
+    answers = tmp_path / "answers.csv"
+    pd.DataFrame(y, index=[f"m{i}" for i in range(20)], columns=plain.item_ids).rename_axis(
+        "subject_id").to_csv(answers)
+    for bank, n in ((grouped, 1), (plain, 0)):
+        path = tmp_path / f"bank_{n}.csv"
+        bank.write(path)
+        capsys.readouterr()
+        assert run_cli(["ranks", answers, "--bank", path]) == 0
+        lines = _lines(capsys)
+        assert len(lines) == n and (not n or "atlas score --groups" in lines[0]), lines

@@ -21,7 +21,6 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
 
     _check_options(o)
     pb = PolyBank.read(bank)
-    tested_under_one_prior(pb, config)
     kwargs = {}
     if o.responses:
         values, sids, iids, _ = read_ratings(o.responses[0])
@@ -35,6 +34,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ids, values = read_thetas(o.thetas)
         rng, seeds = simulated_models(o.seed, ids)   # each model as simulate:THETA live
         kwargs.update(thetas=values, subject_ids=ids, answer_seeds=seeds)
+    tested_under_one_prior(pb, config)   # a multiple-group fit's bank: one line
     with progress_bar("simulating", 1) as advance:
         res = cli_names(lambda: simulate_ordinal_cat(pb, config, rng=rng, **kwargs))
         advance(1)

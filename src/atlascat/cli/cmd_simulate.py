@@ -337,7 +337,6 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
     # bank file's whose benchmark column names a bundled one), as atlas evaluate's
     link = ref.score_link()
     config = _config(o)
-    tested_under_one_prior(ref.load(), config)
     kwargs = {}
     if o.responses:
         rm = _responses(o, folder)
@@ -354,6 +353,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         ids, values = read_thetas(o.thetas)
         kwargs.update(thetas=values, subject_ids=ids)
         n_total = len(ids)
+    tested_under_one_prior(ref.load(), config)   # a multiple-group fit's bank: one line
     with progress_bar("simulating", n_total) as advance:
         state = {"done": 0}
 
