@@ -429,7 +429,10 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         own scales, e.g. 1-10)
     method : "eap" (posterior mean, SE = posterior SD; mirt's defaults), "wle" (Warm),
         "map" (posterior mode) or "ml" (maximum likelihood)
-    prior_mean, prior_sd : normal prior for EAP and MAP
+    prior_mean, prior_sd : normal prior for EAP and MAP (one for every subject: a bank of a
+        multiple-group fit, which records its groups' priors, is warned of, a
+        :class:`~atlascat.irt.grouplabels.GroupPriorWarning`;
+        :func:`~atlascat.irt.groupscore.score_groups` scores each under its group's)
     quadpts, theta_range : EAP quadrature (equally spaced nodes)
     bounds : search interval of ML / MAP / WLE
     extra_items : what to do with response items the bank does not contain (e.g. the constant
