@@ -77,6 +77,17 @@ def test_pcm_items_share_one_slope():
     assert not both.is_pcm and set(both.kinds) == {"gpcm"}
 
 
+def test_the_fits_compared_are_mirts(fits):
+    """ATLAS's pcm fit is mirt's Rasch (the basis of the comparisons below): intercepts, and
+    the bank's one slope sigma = sqrt(mirt's latent variance)."""
+    for name, (y, bank) in fits.items():
+        items = pd.read_csv(REF / f"{name}_pcm_items.csv")
+        fit = pd.read_csv(REF / f"{name}_pcm_fit.csv").iloc[0]
+        assert list(bank.item_ids) == list(items.item_id)
+        assert np.max(np.abs(bank.params[:, 1:] - items[["d1", "d2", "d3"]].to_numpy())) < 3e-4  # 1.3e-4
+        assert np.allclose(bank.a, np.sqrt(fit.variance), rtol=1e-4)     # 1.7e-5
+
+
 def test_pcm_m2_counts_parameters_as_mirts_rasch(fits):
     for name, (y, bank) in fits.items():
         ref = pd.read_csv(REF / f"{name}_pcm_m2.csv").set_index("type")
