@@ -84,7 +84,8 @@ def test_the_fits_compared_are_mirts(fits):
         items = pd.read_csv(REF / f"{name}_pcm_items.csv")
         fit = pd.read_csv(REF / f"{name}_pcm_fit.csv").iloc[0]
         assert list(bank.item_ids) == list(items.item_id)
-        assert np.max(np.abs(bank.params[:, 1:] - items[["d1", "d2", "d3"]].to_numpy())) < 3e-4  # 1.3e-4
+        d = items[["d1", "d2", "d3"]].to_numpy()
+        assert np.max(np.abs(bank.params[:, 1:] - d)) < 3e-4             # 1.3e-4
         assert np.allclose(bank.a, np.sqrt(fit.variance), rtol=1e-4)     # 1.7e-5
 
 
