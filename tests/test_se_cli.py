@@ -154,7 +154,7 @@ def test_partial_credit_anova_and_bank_as_mirt(tmp_path, capsys):
     sigma = np.sqrt(fit["latent_variance"])
     np.testing.assert_allclose(df["a1"], sigma, rtol=1e-3)
     assert df["a1_se"].iloc[0] == pytest.approx(fit["latent_variance_se"] / (2 * sigma), rel=0.02)
-    assert set(df["model"]) == {"gpcm"}
+    assert set(df["model"]) == {"pcm"}     # the bank says what it is: GPCM items of one slope
     assert main(["anova", sci, "--model", "pcm", "--model", "gpcm", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     want = pd.read_csv(REF / "anova_science_pcm_gpcm.csv").set_index("model")

@@ -17,17 +17,17 @@ __all__ = ["Dimensionality", "parallel_analysis", "MARGIN", "check_model",
 def check_model(model) -> None:
     """One line for a ``model`` a bank folder cannot fit: its items are the binary models'
     (rasch, 1pl-4pl, or auto), each item's score on the folder's scale; ordinal ratings'
-    categories (graded, gpcm) are :func:`atlascat.calibrate`'s, a bank file of its own."""
+    categories (graded, gpcm, pcm) are :func:`atlascat.calibrate`'s, a bank file of its own."""
     from ..irt.defaults import MODELS, is_auto
     from ..irt.polytomous import ORDINAL_MODELS
 
     name = str(model).strip().lower() if isinstance(model, str) else model
     if is_auto(model) or name in MODELS:
         return
-    if name in ORDINAL_MODELS:
+    if name in (*ORDINAL_MODELS, "pcm"):
         raise ConfigError(f"--model {name}: a bank folder reads ratings as a score on their scale "
                           "(--score-range 1 10, one slope and location per item) and fits auto, "
-                          "rasch or 1pl-4pl; a graded or gpcm bank of the ratings' categories "
+                          "rasch or 1pl-4pl; a graded, gpcm or pcm bank of the ratings' categories "
                           f"is calibrated from them (calibrate(ratings, model={name!r}); CLI: "
                           f"calibrate RATINGS --model {name} -o BANK.csv), a bank file that "
                           "simulate, score and evaluate take as --bank BANK.csv")

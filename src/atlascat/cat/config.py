@@ -681,3 +681,13 @@ def _part_from_dict(cls, d: Mapping, name: str):
         if d.get(key) is not None:
             d[key] = tuple(d[key])
     return cls(**d)
+
+
+def tested_under_one_prior(bank, config: CATConfig) -> None:
+    """A :class:`~atlascat.irt.grouplabels.GroupPriorWarning` where ``bank`` is a multiple-group
+    fit's (it records its groups' priors): the adaptive test estimates every examinee under
+    the config's one prior (the reference group's scale)."""
+    from ..irt.grouplabels import warn_single_prior
+
+    est = config.estimation
+    warn_single_prior(bank, "tested", (est.prior_mean, est.prior_sd))

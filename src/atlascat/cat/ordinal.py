@@ -41,7 +41,7 @@ from ..irt import polytomous as poly
 from ..irt.polybank import PolyBank
 from ..irt.quadrature import normal_quadrature
 from . import ordinal_estimators as OE
-from .config import CATConfig
+from .config import CATConfig, tested_under_one_prior
 from .generators import _as_generator, generator_from_state, generator_state
 
 __all__ = ["OrdinalCATResult", "OrdinalCATSession", "simulate_ordinal_cat", "item_locations"]
@@ -317,6 +317,7 @@ def simulate_ordinal_cat(bank: PolyBank, config: CATConfig | None = None, *, res
     _check_bank(bank)
     config = CATConfig() if config is None else config
     _check(config)
+    tested_under_one_prior(bank, config)
     if not isinstance(rng, (list, tuple)):
         rng = _as_generator(rng)   # a bad one: a ConfigError naming rng
     if (responses is None) == (thetas is None):
@@ -405,6 +406,7 @@ class OrdinalCATSession:
         rng = _as_generator(rng)
         self.bank = bank
         self._eng = _OrdinalEngine(bank, config, 1, rng, cohort=False)
+        tested_under_one_prior(bank, config)
         self._pending: int | None = None
         self._rows: list[dict] = []
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import BankError, ConfigError, LiveRunError, ResponseDataError, UnknownItemError
 from ..irt.bank import ItemBank, normalize_item_id
-from .config import CATConfig
+from .config import CATConfig, tested_under_one_prior
 from .state import _Engine
 from .exposure import make_exposure_control
 from .generators import _as_generator, generator_from_state, generator_state
@@ -69,6 +69,7 @@ class CATSession:
         self.config = CATConfig() if config is None else config
         if not isinstance(self.config, CATConfig):
             raise ConfigError(f"config must be a CATConfig, got {type(self.config).__name__}")
+        tested_under_one_prior(bank, self.config)
         self.rng = _as_generator(rng)
         exposure = make_exposure_control(bank, self.config, tracker=tracker)
         if exposure is not None:

@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from ..irt.bank import ItemBank, check_bank
 from ..validation import check_thetas
 from .answers import CallableAnswers, ModelAnswers, ReplayAnswers, UniformStreams
-from .config import CATConfig
+from .config import CATConfig, tested_under_one_prior
 from .exposure import make_exposure_control
 from .generators import _as_generator
 from .result import CATResult
@@ -117,6 +117,7 @@ def simulate_cat(bank: ItemBank, config: CATConfig | None = None, *, responses=N
     config = CATConfig() if config is None else config
     if not isinstance(config, CATConfig):
         raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
+    tested_under_one_prior(bank, config)
     given = [x is not None for x in (responses, thetas, answer_fn)]
     if sum(given) != 1 and not (responses is not None and thetas is not None
                                 and answer_fn is None):

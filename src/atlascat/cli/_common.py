@@ -549,14 +549,33 @@ def fit_grouping(groups, summary, group_delta) -> dict | None:
     return grouping
 
 
-def check_grouped_bank(bank, grouping, what: str = "scored", prior=(0.0, 1.0)) -> None:
+#: what a command without --groups (simulate, evaluate) says to do for a multiple-group bank
+TEST_GROUPS_HINT = ("the adaptive test has one prior for all (atlas score --groups GROUPS.csv "
+                    "--summary FIT.json scores each subject under its group's)")
+
+
+def tested_under_one_prior(bank, config) -> None:
+    """:func:`check_grouped_bank` of an adaptive test (simulate, evaluate) under ``config``'s
+    prior: one warning line for a multiple-group fit's bank."""
+    est = config.estimation
+    check_grouped_bank(bank, None, "tested", (est.prior_mean, est.prior_sd),
+                       hint=TEST_GROUPS_HINT)
+
+
+def check_grouped_bank(bank, grouping, what: str = "scored", prior=(0.0, 1.0), *,
+                       hint: str | None = None) -> None:
     """A bank of ``atlas calibrate --groups`` (the priors it records: :func:`atlascat.irt.
     groupscore.bank_group_priors`) without ``grouping`` (--groups and --summary read): a
     one-line warning naming them (``what`` the command does under the one ``prior``, mean
-    and SD, for every subject without them); with them, a one-line error where --summary's
-    groups are not the bank's (:func:`atlascat.irt.groupscore.check_bank_priors`)."""
+    and SD, for every subject without them; ``hint`` what to do instead, default --groups with
+    --summary; the library's own :class:`~atlascat.irt.
+    grouplabels.GroupPriorWarning` then silenced for the rest of the command: one line); with
+    them, a one-line error where --summary's groups are not the bank's
+    (:func:`atlascat.irt.groupscore.check_bank_priors`)."""
+    import warnings
+
     from ..errors import ConfigError
-    from ..irt.grouplabels import bank_group_priors, check_bank_priors
+    from ..irt.grouplabels import GroupPriorWarning, check_bank_priors, single_prior_note
 
     if grouping:
         try:
@@ -564,12 +583,11 @@ def check_grouped_bank(bank, grouping, what: str = "scored", prior=(0.0, 1.0)) -
         except ConfigError as exc:
             raise ConfigError(f"--summary: {exc}") from None
         return
-    own = bank_group_priors(bank)
-    if own is not None:
-        one = "N(0, 1)" if tuple(prior) == (0.0, 1.0) else f"N({prior[0]:g}, {prior[1]:g}^2)"
-        warn(f"the bank is from a multiple-group fit (groups {', '.join(own)}): {what} under "
-             f"{one} for every subject; --groups GROUPS.csv --summary FIT.json put each "
-             "subject under its group's prior")
+    note = single_prior_note(bank, what, prior)
+    if note is not None:
+        warn(note + "; " + (hint or "--groups GROUPS.csv --summary FIT.json put each subject "
+                                    "under its group's prior"))
+        warnings.filterwarnings("ignore", category=GroupPriorWarning)   # said: once
 
 
 def write_scores_csv(df, output, digits: int = 8) -> None:
@@ -599,15 +617,17 @@ def print_text(text: str) -> None:
 def one_line_warnings():
     """Python warnings raised by the library (``atlascat.errors.warn_user``) print as
     ``warning: <message>``, one line, like the CLI's own (:func:`warn`), instead of Python's
-    ``<file>:<line>: UserWarning: ...`` pointing into typer, the library's caller."""
+    ``<file>:<line>: UserWarning: ...`` pointing into typer, the library's caller. The
+    warning filters a command sets (:func:`check_grouped_bank`) end with it."""
     import warnings
 
     shown = warnings.showwarning
-    warnings.showwarning = lambda message, *args, **kwargs: warn(message)
-    try:
-        yield
-    finally:
-        warnings.showwarning = shown
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, *args, **kwargs: warn(message)
+        try:
+            yield
+        finally:
+            warnings.showwarning = shown
 
 
 def binary_bank_only(bank, spec: str, command: str, why: str, instead: str) -> None:

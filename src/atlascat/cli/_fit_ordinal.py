@@ -17,7 +17,8 @@ def ordinal_fit_report(frame, bank, *, weights=None, statistic: str = "auto",
     from ._common import bar_progress
 
     kind, df, n_mom, n_free = m2_df(bank, statistic, estimated)
-    report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)), "model": bank.model,
+    report = {"n_subjects": int(len(frame)), "n_items": int(len(bank)),
+              "model": "pcm" if bank.is_pcm else bank.model,
               "statistic": kind, "estimated": ordinal_estimated(estimated)}
     if grouping is not None:
         return _group_report(report, frame, bank, weights, grouping, items, gpcm_slope)

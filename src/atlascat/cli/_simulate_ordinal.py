@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ._common import (console, escape, json_safe, predicted_summary, print_frame, progress_bar,
-                      warn)
+                      tested_under_one_prior, warn)
 from ._options import cli_names
 
 
@@ -34,6 +34,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ids, values = read_thetas(o.thetas)
         rng, seeds = simulated_models(o.seed, ids)   # each model as simulate:THETA live
         kwargs.update(thetas=values, subject_ids=ids, answer_seeds=seeds)
+    tested_under_one_prior(pb, config)   # a multiple-group fit's bank: one line
     with progress_bar("simulating", 1) as advance:
         res = cli_names(lambda: simulate_ordinal_cat(pb, config, rng=rng, **kwargs))
         advance(1)

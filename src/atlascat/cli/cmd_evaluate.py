@@ -416,6 +416,10 @@ def _start(o: _Options, limiter, hold=None):
         raise ConfigError(f"--subject {spec.kind}: takes one model; give --llm once"
                           + (" (or put {model} in the command)" if spec.kind == "cmd" else ""))
     bank = ref.load() if design == "suite" else design_bank(ref, design)
+    if design == "adaptive":
+        from ._common import tested_under_one_prior
+
+        tested_under_one_prior(bank, config)
     settings = {**o.settings(limiter), **folder_settings(ref)}
     subjects = [spec.with_model(n).build(bank, **settings) for n in names or [None]]
     if any(subject_protocol(s) == "approximate" for s in subjects):

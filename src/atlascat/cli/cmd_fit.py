@@ -26,7 +26,8 @@ _M2 = typer.Option(None, "--m2", help="Ordinal banks: M2* (mirt's default: item-
                    "C2 where M2* has no df or the moments leave parameters undetermined) "
                    "[default: auto].")
 _GPCM_SLOPE = typer.Option(None, "--gpcm-slope", help="Ordinal banks: exact, or mirt to "
-                           "reproduce mirt 1.45.1's M2 of GPCM items (its dP slope derivative) "
+                           "reproduce mirt 1.45.1's M2 of GPCM items (its dP slope "
+                           "derivative; a pcm bank's: the latent variance left out of Delta) "
                            "[default: exact].")
 
 

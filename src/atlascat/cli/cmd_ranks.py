@@ -116,13 +116,16 @@ def _scores_from_answers(data: str, bank: str, method: str, *, normalize_ids: bo
     from ..catalogue import BankRef
     from ..irt.ability import estimate_ability
     from ..bankdir.predict import observed_means, read_answers
-    from ._common import align_items, binary_bank_only
+    from ._common import align_items, binary_bank_only, check_grouped_bank
 
     ref = BankRef.from_option(bank, normalize_ids=normalize_ids)
     bk = ref.load()
     binary_bank_only(bk, bank, "atlas ranks", "ranks models by theta against their accuracy",
                      "score them with atlas score RESPONSES --bank BANK -o scores.csv, then "
                      "atlas ranks scores.csv (theta against mean_rating)")
+    if method.lower() in ("eap", "map"):   # a multiple-group fit's bank: one line
+        check_grouped_bank(bk, None, hint="atlas score --groups GROUPS.csv --summary FIT.json "
+                           "scores each subject under its group's prior")
     rm, bk = align_items(read_answers(data, ref, normalize_ids=normalize_ids), bk, "ignore")
     df = estimate_ability(rm, bk, method.lower())
     df["mean_score"], name, scale = observed_means(rm.aligned_values(bk.item_ids), ref)

@@ -13,7 +13,7 @@ from ..suite.config import SuiteConfig
 from ._common import (bank_option_help, check_seed, console, err_console, escape, json_safe,
                       load_responses, number, mean_and_width, min_items_note, one_bank, output_dir,
                       predicted_summary, print_frame, progress_bar, quiet_option,
-                      unique_filenames, warn)
+                      tested_under_one_prior, unique_filenames, warn)
 from ._options import BOUND_MARGIN_HELP, cli_names, predictor_only
 
 _THETA_ID_COLUMNS = ("subject_id", "Model_Name", "model", "subject", "model_name")
@@ -353,6 +353,7 @@ def _simulate_bank(o: _Options, bank: str, out: Path) -> None:
         ids, values = read_thetas(o.thetas)
         kwargs.update(thetas=values, subject_ids=ids)
         n_total = len(ids)
+    tested_under_one_prior(ref.load(), config)   # a multiple-group fit's bank: one line
     with progress_bar("simulating", n_total) as advance:
         state = {"done": 0}
 

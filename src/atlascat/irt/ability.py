@@ -451,7 +451,10 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
         own scales, e.g. 1-10)
     method : "eap" (posterior mean, SE = posterior SD; mirt's defaults), "wle" (Warm),
         "map" (posterior mode) or "ml" (maximum likelihood)
-    prior_mean, prior_sd : normal prior for EAP and MAP
+    prior_mean, prior_sd : normal prior for EAP and MAP (one for every subject: a bank of a
+        multiple-group fit, which records its groups' priors, is warned of, a
+        :class:`~atlascat.irt.grouplabels.GroupPriorWarning`;
+        :func:`~atlascat.irt.groupscore.score_groups` scores each under its group's)
     quadpts, theta_range : EAP quadrature (equally spaced nodes)
     quadrature : EAP: "adaptive" (the grid where it resolves the posterior, a grid 8 times
         finer for the others, :mod:`atlascat.irt.adaptquad`) or "fixed" (the grid alone:
@@ -490,6 +493,10 @@ def estimate_ability(responses, bank: ItemBank, method: str = "eap", *, prior_me
 
         check_bank(bank)   # a name, a path or a frame: a ConfigError saying how to load it
         warn_negative_slopes(bank)
+    if method in ("eap", "map"):   # a multiple-group fit's bank under one prior: said
+        from .grouplabels import warn_single_prior
+
+        warn_single_prior(bank, "scored", (prior_mean, prior_sd))
     if isinstance(bank, PolyBank):   # ordinal items: ratings on their own scale
         from .polyscore import estimate_ordinal
 

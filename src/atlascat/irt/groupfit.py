@@ -28,7 +28,8 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, pcm: bool = F
     items' own scales, labelled (a DataFrame indexed by subject id), and each group's table
     :func:`atlascat.irt.polyfitstats.sx2_ordinal`'s (no ``n_groups``); ``pcm``: the bank is a
     partial credit fit's (GPCM items of one slope, its reference group's variance estimated:
-    1 fewer, as a Rasch bank's). ``settings``: sx2's ``mincell``, ``quadpts``,
+    1 fewer, as a Rasch bank's; a bank that says it is pcm, ``bank.is_pcm``, is one without
+    it). ``settings``: sx2's ``mincell``, ``quadpts``,
     ``theta_range``, ``weights``."""
     from .groupscore import group_priors, subject_groups
     from .polybank import PolyBank
@@ -48,7 +49,8 @@ def sx2_groups(responses, bank, groups, priors, *, estimated=None, pcm: bool = F
         w = None if weights is None else np.asarray(weights, dtype=float)[rows]
         one = one_sx2(y[np.ix_(rows, seen)], bank.subset(seen), prior_mean=mean, prior_sd=sd,
                       weights=w, **settings)
-        latent = extra - int(bool(pcm) and isinstance(bank, PolyBank)) if k > 0 else 0
+        pcm_bank = isinstance(bank, PolyBank) and (bool(pcm) or bank.is_pcm)
+        latent = extra - int(pcm_bank) if k > 0 else 0
         complete = ~np.isnan(y[np.ix_(rows, seen)]).any(axis=1)    # the subjects sx2 used
         n = float(complete.sum() if w is None else w[complete].sum())
         df = np.maximum(one["df_S_X2"].to_numpy() - latent, 0)
@@ -247,7 +249,8 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
     df), as mirt 1.45.1's M2 on a multipleGroup fit does (binary items too); ``pcm``: the bank
     is a partial credit fit's (mirt's "Rasch": GPCM items of one slope sigma, the reference
     group's variance sigma^2 estimated): the intercepts and sigma^2 counted, Delta the
-    intercepts' columns and, with ``group_delta``, one of the slopes together. Returns
+    intercepts' columns and, with ``group_delta``, one of the slopes together (a bank that
+    says it is pcm, ``bank.is_pcm``, is one without it). Returns
     :func:`m2_groups`'s dict with ``statistic``."""
     from scipy import linalg
     from scipy.stats import chi2
@@ -255,7 +258,8 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
     from ..errors import ConfigError
     from .defaults import QUADPTS, THETA_RANGE
     from .fit import MAX_M2_ITEMS, rmsea_ci
-    from .polyfitstats import _available_codes, _free_mask, _moment_system, _pieces, _srmsr, m2_df
+    from .polyfitstats import (_available_codes, _free_mask, _moment_system, _pieces, _srmsr,
+                               common_slope, m2_df)
     from .groupscore import group_priors, subject_groups
     from .quadrature import normal_quadrature
 
@@ -266,8 +270,9 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
     kind, _, n_mom, n_free = m2_df(bank, statistic, "all")
     if kind not in ("M2*", "C2"):
         raise ConfigError(f"statistic must be M2* or C2, got {statistic!r}")
-    if pcm:   # the intercepts and the reference group's variance, not n slopes
-        n_free = n_free - len(bank) + 1
+    if pcm and not bank.is_pcm:   # the intercepts and the reference variance, not n slopes
+        n_free = n_free - len(bank) + 1   # (m2_df counts so for a bank that says it is pcm)
+    pcm = bool(pcm) or bank.is_pcm
     df = len(table) * n_mom - n_free - 2 * (len(table) - 1)
     if df <= 0 or len(bank) > MAX_M2_ITEMS:
         raise ConfigError(f"{kind} has {df} degrees of freedom on {len(bank)} items" if df <= 0
@@ -285,10 +290,8 @@ def m2_ordinal_groups(responses, bank, groups, priors, *, statistic: str = "M2*"
         resid, xi, delta, Ng, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, Gd, wq,
                                                                   free, n_cat, kind)
         if pcm:   # the slopes' columns (each item's first) as one: the reference variance's
-            slopes = np.concatenate([[0], np.cumsum(n_cat)[:-1]])
-            common = delta[:, slopes].sum(axis=1, keepdims=True)
-            delta = np.delete(delta, slopes, axis=1)
-            delta = np.hstack([delta, common]) if group_delta else delta
+            delta = common_slope(delta, n_cat)
+            delta = delta if group_delta else delta[:, :-1]
         # the group's mean and variance: the moments' derivatives through its grid weights
         pi_i, pj = np.triu_indices(len(bank), 1)
         uni = E if kind == "M2*" else np.column_stack(

@@ -15,7 +15,13 @@ __all__ = ["GroupLabels", "group_labels", "group_mapping", "posterior_moments",
            "group_log_weights", "group_summary", "add_group_errors", "read_groups",
            "MIN_GROUP_SIZE", "LOG_VAR_BOUNDS", "MEAN_BOUND", "group_priors",
            "GROUP_PRIORS_COLUMN", "with_group_priors", "bank_group_priors", "check_bank_priors",
-           "fitted_model"]
+           "fitted_model", "GroupPriorWarning", "single_prior_note", "warn_single_prior"]
+
+
+class GroupPriorWarning(UserWarning):
+    """A bank of a multiple-group fit (it records its groups' priors, :func:`bank_group_priors`)
+    used under one prior for every subject: scores and adaptive tests as if all were from the
+    reference group (:func:`atlascat.irt.groupscore.score_groups` puts each under its own)."""
 
 #: fewest subjects a group may have (its mean and variance are estimated from them)
 MIN_GROUP_SIZE = 10
@@ -246,7 +252,7 @@ def with_group_priors(bank, source):
     meta[GROUP_PRIORS_COLUMN] = text
     if isinstance(bank, ItemBank):
         return ItemBank(bank.item_ids, *bank.params, metadata=meta, model=bank.model)
-    return type(bank)(bank.item_ids, bank.params, bank.models, bank.levels, scales=bank.scales,
+    return type(bank)(bank.item_ids, bank.params, bank.kinds, bank.levels, scales=bank.scales,
                       metadata=meta)
 
 
@@ -267,6 +273,31 @@ def bank_group_priors(bank) -> dict | None:
         return group_priors(json.loads(texts.pop()))
     except (ValueError, ConfigError):
         return None
+
+
+def single_prior_note(bank, what: str = "scored", prior=(0.0, 1.0)) -> str | None:
+    """The start of the line that says a bank of a multiple-group fit (its priors recorded,
+    :func:`bank_group_priors`) is used under the one ``prior`` (mean, sd) for every subject
+    (``what``: "scored", "tested", ...); None for a bank without groups."""
+    own = bank_group_priors(bank)
+    if own is None:
+        return None
+    m, s = (float(v) for v in prior)
+    one = "N(0, 1)" if (m, s) == (0.0, 1.0) else f"N({m:g}, {s:g}^2)"
+    return (f"the bank is from a multiple-group fit (groups {', '.join(own)}): {what} under "
+            f"{one} for every subject")
+
+
+def warn_single_prior(bank, what: str = "scored", prior=(0.0, 1.0)) -> None:
+    """A :class:`GroupPriorWarning` (once, from the caller's line) where ``bank`` is a
+    multiple-group fit's and every subject is ``what`` under the one ``prior``
+    (:func:`single_prior_note`); nothing for a bank without groups."""
+    note = single_prior_note(bank, what, prior)
+    if note is not None:
+        from ..errors import warn_user
+
+        warn_user(note + "; score_groups(responses, bank, groups, priors) (atlascat.irt."
+                  "groupscore) puts each subject under its group's prior", GroupPriorWarning)
 
 
 def check_bank_priors(bank, priors, *, rtol: float = 1e-6) -> None:

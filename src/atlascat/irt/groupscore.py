@@ -84,6 +84,26 @@ def eap_by_prior(y, bank, prior_mean, prior_sd, *, quadpts: int = SCORE_QUADPTS,
     return theta, se
 
 
+def _score_parts(responses, bank, method, prior_mean, prior_sd, n, labelled, ratings,
+                 subject_ids, extra_items, settings):
+    """:func:`score_by_prior`'s calls of estimate_ability, one per distinct prior: (frames,
+    the rows of each)."""
+    from ..responses import ResponseMatrix
+    from .ability import estimate_ability
+
+    parts, order = [], []
+    for k, (m, s, rows) in enumerate(_distinct_priors(prior_mean, prior_sd, n)):
+        part = ResponseMatrix(responses.values[rows], responses.subject_ids[rows],
+                              responses.item_ids, on_empty="keep") if labelled else \
+            responses.iloc[rows] if ratings else \
+            np.asarray(responses, dtype=float)[rows]     # a group may skip some items
+        parts.append(estimate_ability(part, bank, method, prior_mean=m, prior_sd=s,
+                                      extra_items=extra_items if k == 0 else "ignore",
+                                      subject_ids=np.asarray(subject_ids)[rows], **settings))
+        order.append(rows)
+    return parts, order
+
+
 def score_by_prior(responses, bank, method: str, prior_mean, prior_sd, *, subject_ids=None,
                    extra_items: str = "warn", **settings) -> pd.DataFrame:
     """:func:`atlascat.irt.ability.estimate_ability` (EAP or MAP) with subject i's prior
@@ -92,8 +112,10 @@ def score_by_prior(responses, bank, method: str, prior_mean, prior_sd, *, subjec
     multiple-group fit: a handful of calls, never one per subject); the frame is the one
     ``estimate_ability`` returns, rows in the responses' order. ``settings``: its
     ``quadpts``, ``theta_range``, ``bounds``, ``device``."""
+    import warnings
+
     from ..responses import ResponseMatrix, as_labelled_responses
-    from .ability import estimate_ability
+    from .grouplabels import GroupPriorWarning
 
     method = str(method).lower()
     if method not in ("eap", "map"):
@@ -108,16 +130,10 @@ def score_by_prior(responses, bank, method: str, prior_mean, prior_sd, *, subjec
     n = responses.n_subjects if labelled else len(responses)
     if subject_ids is None:
         subject_ids = np.arange(n)
-    parts, order = [], []
-    for k, (m, s, rows) in enumerate(_distinct_priors(prior_mean, prior_sd, n)):
-        part = ResponseMatrix(responses.values[rows], responses.subject_ids[rows],
-                              responses.item_ids, on_empty="keep") if labelled else \
-            responses.iloc[rows] if ratings else \
-            np.asarray(responses, dtype=float)[rows]     # a group may skip some items
-        parts.append(estimate_ability(part, bank, method, prior_mean=m, prior_sd=s,
-                                      extra_items=extra_items if k == 0 else "ignore",
-                                      subject_ids=np.asarray(subject_ids)[rows], **settings))
-        order.append(rows)
+    with warnings.catch_warnings():   # each subject under its own prior: nothing to say
+        warnings.simplefilter("ignore", GroupPriorWarning)
+        parts, order = _score_parts(responses, bank, method, prior_mean, prior_sd, n, labelled,
+                                    ratings, subject_ids, extra_items, settings)
     out = pd.concat(parts, ignore_index=True)
     out = out.iloc[np.argsort(np.concatenate(order), kind="stable")].reset_index(drop=True)
     out.attrs["method"] = method

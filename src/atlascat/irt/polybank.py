@@ -1,6 +1,8 @@
 """A bank of ordinal items (graded response / generalized partial credit): :class:`PolyBank`.
 
-Each item has a model (``graded`` or ``gpcm``), mirt's slope-intercept parameters ``a1,
+Each item has a model (``graded``, ``gpcm``, or ``pcm``: a partial credit item, the GPCM with
+the slope common to every pcm item and fixed, as mirt's ``"Rasch"`` of ratings, where
+calibrate(model="pcm") puts sigma, the trait's SD), mirt's slope-intercept parameters ``a1,
 d1..d(K-1)`` (:mod:`atlascat.irt.polytomous`) and the observed levels its categories stand
 for: category k of an item is its k-th smallest observed level (a judge's ratings 1-10, a
 rubric's 0-3), so data on the original scale is scored without any recoding by the user.
@@ -37,7 +39,17 @@ from .polytomous import is_poly_frame
 if TYPE_CHECKING:  # pandas loads where a frame is built
     import pandas as pd
 
-__all__ = ["PolyBank", "is_poly_frame", "is_poly_bank_file", "encode_levels"]
+__all__ = ["PolyBank", "BANK_MODELS", "is_poly_frame", "is_poly_bank_file", "encode_levels"]
+
+#: the models a bank's ``model`` column may name: the kernels (graded, gpcm) and pcm, a GPCM
+#: item whose slope is the bank's one fixed slope (the model-fit statistics count it once)
+BANK_MODELS = ("graded", "gpcm", "pcm")
+
+
+def kernel_models(kinds) -> np.ndarray:
+    """The item response function of each bank model: pcm items are GPCM items."""
+    kinds = np.asarray(kinds, dtype=object)
+    return np.where(kinds == "pcm", "gpcm", kinds).astype(object)
 
 A_LIMIT = 50.0
 D_LIMIT = 150.0
@@ -162,7 +174,9 @@ class PolyBank:
     ----------
     item_ids : sequence of str
     params : (n_items, K_max) array ``[a1, d1..d(K_max-1)]``, NaN beyond an item's categories
-    model : "graded" | "gpcm", one for all items or one per item
+    model : "graded" | "gpcm" | "pcm", one for all items or one per item ("pcm": the
+        partial credit model, GPCM items of one common slope, fixed: ``kinds`` keeps it,
+        ``models`` the GPCM kernel every computation uses, :attr:`is_pcm` for the whole bank)
     levels : per item, the sorted observed values its categories stand for (default 0..K-1)
     scales : the rating scale [lo, hi]: one pair for every item (a judge's (1, 10)), one per
         item (None: its levels' ends), or None (each item's lowest and highest level)
@@ -185,11 +199,15 @@ class PolyBank:
             raise BankError("the item bank is empty; it needs at least one item row")
         if params.ndim != 2 or params.shape[0] != n or params.shape[1] < 2:
             raise BankError(f"params must be (n_items={n}, 1 + n_thresholds), got {params.shape}")
-        models = np.array(np.broadcast_to(np.asarray(model, dtype=object), (n,)), dtype=object)
-        models = np.array([str(m).lower() for m in models], dtype=object)
-        bad = [m for m in models if m not in poly.ORDINAL_MODELS]
+        kinds = np.array(np.broadcast_to(np.asarray(model, dtype=object), (n,)), dtype=object)
+        kinds = np.array([str(m).lower() for m in kinds], dtype=object)
+        bad = [m for m in kinds if m not in BANK_MODELS]
         if bad:
-            raise BankError(f"unknown ordinal model {bad[0]!r}; use graded or gpcm")
+            raise BankError(f"unknown ordinal model {bad[0]!r}; use graded, gpcm or pcm")
+        models = kernel_models(kinds)
+        #: each item's model as the bank file names it (graded, gpcm, pcm); ``models`` the
+        #: item response functions (pcm items are GPCM items)
+        self.kinds = kinds
         self.item_ids, self.params, self.models = ids, params, models
         self.n_cat = poly.n_categories(params)
         #: True when no levels were given (a table of mirt's coef(): categories 0..K-1 assumed)
@@ -203,7 +221,7 @@ class PolyBank:
         self.level_ends = np.array([[lv[0], lv[-1]] for lv in self.levels], dtype=float)
         self.scales = _scale_array(scales, self.level_ends)
         self._validate()
-        for arr in (ids, params, models, self.n_cat, self.scales, self.level_ends,
+        for arr in (ids, params, models, kinds, self.n_cat, self.scales, self.level_ends,
                     *self.levels):
             arr.flags.writeable = False
         self.metadata = None if metadata is None else pd.DataFrame(metadata).reset_index(drop=True)
@@ -216,6 +234,8 @@ class PolyBank:
         if (counts > 1).any():
             raise BankError(f"duplicate item id(s): {[str(u) for u in uniq[counts > 1]][:5]}; "
                             "ids must be unique")
+        pcm = np.flatnonzero(self.kinds == "pcm")
+        slope = p[pcm[0], 0] if pcm.size else np.nan   # the pcm items' one slope
         for j, item in enumerate(ids):
             d = p[j, 1:]
             k = int(self.n_cat[j]) - 1
@@ -235,6 +255,10 @@ class PolyBank:
                 raise BankError(f"item {item!r}: graded intercepts must decrease (d1 > d2 > ...),"
                                 f" got {np.round(d[:k], 4).tolist()}")
             lev = self.levels[j]
+            if self.kinds[j] == "pcm" and not np.isclose(p[j, 0], slope, rtol=1e-9, atol=0.0):
+                raise BankError(f"item {item!r}: a partial credit (pcm) item has the bank's one "
+                                f"slope a1 = {slope:g}, got {p[j, 0]:g}; items of their own "
+                                "slopes are gpcm")
             if lev.shape != (k + 1,) or (np.diff(lev) <= 0).any():
                 raise BankError(f"item {item!r}: {k + 1} categories need {k + 1} increasing "
                                 f"levels, got {lev.tolist()}")
@@ -248,11 +272,19 @@ class PolyBank:
         return len(self.item_ids)
 
     def __repr__(self) -> str:
-        return (f"PolyBank({len(self)} items, model={self.model!r}, categories "
+        model = "pcm" if self.is_pcm else self.model
+        return (f"PolyBank({len(self)} items, model={model!r}, categories "
                 f"{int(self.n_cat.min())}-{int(self.n_cat.max())})")
 
     def __contains__(self, item_id) -> bool:
         return str(item_id) in self._index
+
+    @property
+    def is_pcm(self) -> bool:
+        """True for a partial credit bank (every item pcm: one common slope, fixed, as
+        mirt's "Rasch" of ratings; calibrate(model="pcm")): the model-fit statistics count
+        its intercepts and one variance, not a slope per item."""
+        return bool((self.kinds == "pcm").all())
 
     @property
     def n_items(self) -> int:
@@ -285,7 +317,7 @@ class PolyBank:
         p = self.params[idx]
         kmax = int(self.n_cat[idx].max())
         meta = None if self.metadata is None else self.metadata.iloc[idx]
-        out = PolyBank(self.item_ids[idx], p[:, :kmax], self.models[idx],
+        out = PolyBank(self.item_ids[idx], p[:, :kmax], self.kinds[idx],
                        [self.levels[i] for i in idx], scales=self.scales[idx], metadata=meta)
         out.levels_assumed = self.levels_assumed
         return out
@@ -295,7 +327,7 @@ class PolyBank:
         levels, scales and metadata kept (R's ``X514`` read back as ``514``)."""
         if len(item_ids) != len(self):
             raise BankError(f"with_ids: {len(item_ids)} ids for {len(self)} items")
-        out = PolyBank(item_ids, self.params, self.models, self.levels, scales=self.scales,
+        out = PolyBank(item_ids, self.params, self.kinds, self.levels, scales=self.scales,
                        metadata=self.metadata)
         out.levels_assumed = self.levels_assumed
         return out
@@ -306,7 +338,7 @@ class PolyBank:
         name."""
         from .bank import benchmark_column
 
-        return PolyBank(self.item_ids, self.params, self.models, self.levels,
+        return PolyBank(self.item_ids, self.params, self.kinds, self.levels,
                         scales=self.scales, metadata=benchmark_column(self.metadata, name,
                                                                       len(self)))
 
@@ -392,10 +424,10 @@ class PolyBank:
         for lev in self.levels:
             key = _fmt_levels(lev)
             scales[key] = scales.get(key, 0) + 1
-        models, counts = np.unique(self.models.astype(str), return_counts=True)
+        models, counts = np.unique(self.kinds.astype(str), return_counts=True)
         return {
             "n_items": len(self),
-            "model": self.model,
+            "model": "pcm" if self.is_pcm else self.model,
             "models": dict(zip(models.tolist(), counts.astype(int).tolist())),
             "n_categories": {"min": int(self.n_cat.min()), "max": int(self.n_cat.max())},
             "levels": scales,
@@ -605,15 +637,19 @@ class PolyBank:
     @classmethod
     def combine(cls, *banks) -> "PolyBank":
         """One bank of the items of several (PolyBanks, or binary 1PL/2PL ItemBanks as graded
-        items with one threshold): a mixed bank of binary and ordinal items."""
+        items with one threshold): a mixed bank of binary and ordinal items. Partial credit
+        (pcm) items stay pcm where they share one slope, else they are gpcm items."""
         parts = [b if isinstance(b, PolyBank) else cls.from_item_bank(b) for b in banks]
+        kinds = np.concatenate([p.kinds for p in parts])
+        slopes = np.concatenate([p.a for p in parts])[kinds == "pcm"]
+        if slopes.size and not np.allclose(slopes, slopes[0], rtol=1e-9, atol=0.0):
+            kinds = kernel_models(kinds)
         kmax = max(p.params.shape[1] for p in parts)
         params = np.vstack([np.pad(p.params, ((0, 0), (0, kmax - p.params.shape[1])),
                                    constant_values=np.nan) for p in parts])
         from .bank import stacked_metadata
 
-        return cls(np.concatenate([p.item_ids for p in parts]), params,
-                   np.concatenate([p.models for p in parts]),
+        return cls(np.concatenate([p.item_ids for p in parts]), params, kinds,
                    [lv for p in parts for lv in p.levels],
                    scales=np.vstack([p.scales for p in parts]),
                    metadata=stacked_metadata(parts))   # n_responses, *_se, ...: kept
@@ -626,7 +662,7 @@ class PolyBank:
 
         k = self.params.shape[1] - 1
         id_col = "X" if format == "mirt" else "item_id"   # as ItemBank's: R's write.csv names
-        df = pd.DataFrame({id_col: self.item_ids.astype(str), "model": self.models})
+        df = pd.DataFrame({id_col: self.item_ids.astype(str), "model": self.kinds})
         if format == "mirt":
             df["a1"] = self.params[:, 0]
             for i in range(k):
@@ -692,7 +728,7 @@ class PolyBank:
             a = num("a")
             b = np.column_stack([num(c) for c in bcols])
             try:
-                params = np.column_stack([a, poly.intercepts(model, a, b)])
+                params = np.column_stack([a, poly.intercepts(kernel_models(model), a, b)])
             except ConfigError as e:
                 raise BankError(str(e)) from None
         else:

@@ -355,7 +355,8 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
 
         counts = (~np.isnan(values)).astype(float)
         meta = pd.DataFrame({"n_responses": counts.sum(0) if w is None else w @ counts})
-    bank = PolyBank(iids, fit["params"], models, data.levels, scales=value_range, metadata=meta)
+    bank = PolyBank(iids, fit["params"], "pcm" if pcm else models, data.levels,
+                    scales=value_range, metadata=meta)
     name = "pcm" if pcm else bank.model
     settings = {"model": name, "quadpts": int(quadpts),
                 "theta_range": [float(v) for v in theta_range],

@@ -28,7 +28,10 @@ The GPCM slope column: d E_j / d a_j = theta (E2_j - E_j^2) = theta Var(x_j | th
 theta (E2_j - E_j sum_k k exp(z_k - max z)), exp(z_k) not divided by its sum (its C2's
 univariate rows take numerical derivatives, which are exact); ``gpcm_slope="mirt"`` uses that
 column to reproduce mirt's value (Science GPCM C2: 19.05 exact, 16.42 mirt). Graded items
-are not affected.
+are not affected. A partial credit bank (model pcm, mirt's "Rasch": one slope sigma, fixed,
+the latent variance estimated) has sum(K_j - 1) + 1 free parameters, the variance's Delta
+column the items' slope columns summed; mirt 1.45.1 leaves the variance out of Delta (df
+counts it), which ``gpcm_slope="mirt"`` reproduces (Science C2: 31.69 exact, 31.78 mirt).
 
 TLI and CFI compare with mirt's null model (``computeNullModel``): slopes 0 and intercepts that
 reproduce each item's observed category proportions (graded d_k = logit P(x >= k)), its own
@@ -425,14 +428,29 @@ def null_m2(y, w, n_cat, kind: str, params=None, step=None):
     return stat, df
 
 
+def common_slope(delta, n_cat, variance: bool = True) -> np.ndarray:
+    """Delta of a partial credit bank (mirt's "Rasch": one slope sigma, fixed at 1 with the
+    latent variance sigma^2 estimated): each item's slope column (its first) summed into one,
+    the last (the variance's direction: d/d sigma^2 = d/d sigma / (2 sigma), the same span);
+    ``variance=False``: left out, as mirt 1.45.1's M2 leaves the latent variance out of Delta
+    (its df counts it)."""
+    slopes = np.concatenate([[0], np.cumsum(np.asarray(n_cat, dtype=int))[:-1]])
+    common = delta[:, slopes].sum(axis=1, keepdims=True)
+    rest = np.delete(delta, slopes, axis=1)
+    return np.hstack([rest, common]) if variance else rest
+
+
 def m2_df(bank: PolyBank, statistic: str = "M2*", estimated=None) -> tuple[str, int, int, int]:
     """(statistic used, df, moments, free parameters) of :func:`m2_ordinal` on ``bank``:
-    ``"auto"`` is M2* where it has degrees of freedom, else C2."""
+    ``"auto"`` is M2* where it has degrees of freedom, else C2. A partial credit bank
+    (``bank.is_pcm``) has its intercepts and one latent variance free, as mirt's "Rasch"."""
     est = ordinal_estimated(estimated)
     kind = str(statistic).upper()
     n = len(bank)
     n_cat = bank.n_cat.astype(int)
     n_free = int(n_cat.sum()) if est == "all" else 0
+    if n_free and getattr(bank, "is_pcm", False):
+        n_free += 1 - n
     pairs = n * (n - 1) // 2
     if kind == "AUTO":
         kind = "M2*" if n + pairs - n_free > 0 else "C2"
@@ -453,7 +471,10 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     has no degrees of freedom or its moments leave parameter directions undetermined,
     :data:`WEAK`: warned); ``estimated``: ``"all"`` (default) or ``"none"``;
     ``gpcm_slope``: ``"exact"`` (default) or ``"mirt"``, the GPCM slope derivative mirt 1.45.1's
-    ``dP`` gives (its exp(z_k) unnormalized: module docstring), to reproduce mirt's value.
+    ``dP`` gives (its exp(z_k) unnormalized: module docstring), to reproduce mirt's value. A
+    partial credit bank (``bank.is_pcm``, mirt's "Rasch"): its intercepts and the latent
+    variance are the free parameters (df), Delta their columns, the variance's the items'
+    common slope; ``"mirt"`` leaves the variance out of Delta, as mirt 1.45.1 (df the same).
     The result's ``statistic`` is the one used (M2* or C2), ``estimated`` all or none.
     ``progress``: optional ``progress(done, total)``, called at the start and after each of the
     steps (moments, quadratic form, and the null model's two): 150 items take about a minute.
@@ -485,6 +506,9 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
     P, E, E2, J, G = _pieces(bank.models, bank.params, quad.nodes, est == "all", gpcm_slope)
     resid, xi, delta, N, obs_cov, model_cov = _moment_system(y, w, P, E, E2, J, G, quad.weights,
                                                              free, n_cat, kind)
+    pcm = est == "all" and bank.is_pcm
+    if pcm:
+        delta = common_slope(delta, n_cat, gpcm_slope != "mirt")
     step()
     stat, weak = _m2_quadratic(resid, xi, delta, N)
     if weak and kind == "M2*":
@@ -494,6 +518,7 @@ def m2_ordinal(responses, bank: PolyBank, *, statistic: str = "M2*", estimated=N
             kind, df = m2_df(bank, "C2", est)[:2]
             resid, xi, delta, N, obs_cov, model_cov = _moment_system(
                 y, w, P, E, E2, J, G, quad.weights, free, n_cat, kind)
+            delta = common_slope(delta, n_cat, gpcm_slope != "mirt") if pcm else delta
             stat = _m2_quadratic(resid, xi, delta, N)[0]
     step()
     pval = float(chi2.sf(stat, df))

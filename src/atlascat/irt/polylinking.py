@@ -60,7 +60,7 @@ def _moved(bank: PolyBank, A: float, B: float, with_metadata: bool) -> PolyBank:
     check_constants(A, B)
     a = bank.a / A
     d = poly.intercepts(bank.models, a, A * _thresholds(bank) + B)
-    out = PolyBank(bank.item_ids, np.column_stack([a, d]), bank.models, bank.levels,
+    out = PolyBank(bank.item_ids, np.column_stack([a, d]), bank.kinds, bank.levels,
                    scales=bank.scales,
                    metadata=linked_metadata(bank.metadata, A) if with_metadata else None)
     out.levels_assumed = bank.levels_assumed

@@ -364,8 +364,9 @@ def category_at(p, u, n_cat) -> np.ndarray:
 
 def is_poly_frame(df) -> bool:
     """True when a bank frame holds ordinal items (columns d1 or b1, or a model column naming
-    graded / gpcm)."""
+    graded / gpcm / pcm)."""
     cols = {str(c) for c in df.columns}
     if "d1" in cols or "b1" in cols:
         return True
-    return "model" in cols and df["model"].astype(str).str.lower().isin(ORDINAL_MODELS).any()
+    return "model" in cols and df["model"].astype(str).str.lower().isin(
+        (*ORDINAL_MODELS, "pcm")).any()

@@ -104,7 +104,7 @@ class CalibrationResult(CriteriaMixin):
         old = None if bank.metadata is None else bank.metadata.reset_index(drop=True)
         if poly:
             meta = se if old is None else pd.concat([se, old], axis=1)
-            return PolyBank(bank.item_ids, bank.params, bank.models, bank.levels,
+            return PolyBank(bank.item_ids, bank.params, bank.kinds, bank.levels,
                             scales=bank.scales, metadata=meta)
         meta = se if old is None else pd.concat([old, se], axis=1)
         return type(bank)(bank.item_ids, *bank.params, metadata=meta, model=bank.model)

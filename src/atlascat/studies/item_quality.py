@@ -268,7 +268,7 @@ def _ordinal_columns(bank, quadpts: int, grouping) -> pd.DataFrame:
     """An ordinal bank's item_id, model, n_categories, a, location and information columns."""
     info = _mean_information(bank, quadpts, grouping)
     return pd.DataFrame({"item_id": bank.item_ids.astype(str),
-                         "model": bank.models.astype(str), "n_categories": bank.n_cat,
+                         "model": bank.kinds.astype(str), "n_categories": bank.n_cat,
                          "a": np.asarray(bank.a, dtype=float), "location": bank.locations(),
                          **_info_columns(info)})
 
