@@ -202,7 +202,32 @@ def option_names(text: str) -> str:
     """A library error's text as the command line says it: ``quadpts (CLI --quadpts)``,
     ``on_empty='drop' (CLI: --drop-empty)`` -> the option alone; a keyword of
     :data:`KEYWORD_OPTIONS` -> its option (``max_iter=5`` -> ``--max-iter 5``). The library's
-    messages keep the keywords, which the Python API's users type."""
+    messages keep the keywords, which the Python API's users type; what a message gives as
+    the Python call (``Python: calibrate(ratings, model='graded')``, to the end of its
+    parenthesis or clause) is kept as written."""
+    import re
+
+    kept: list[str] = []
+
+    def keep(m) -> str:
+        depth, end = 0, len(text)
+        for k in range(m.end(), len(text)):
+            ch = text[k]
+            depth += (ch == "(") - (ch == ")")
+            if depth < 0 or (depth == 0 and ch == ";"):
+                end = k
+                break
+        kept.append(text[m.start():end])
+        return f"\0{len(kept) - 1}\0" + text[end:]
+
+    while (m := re.search(r"Python: ", text)) is not None:
+        text = text[:m.start()] + keep(m)
+    text = _named_options(text)
+    return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
+
+
+def _named_options(text: str) -> str:
+    """:func:`option_names` on text without a Python call in it."""
     import re
 
     def keyword(word: str) -> bool:

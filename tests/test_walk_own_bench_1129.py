@@ -1,0 +1,66 @@
+"""A user's own benchmark, walked from the docs (docs/your_benchmark.md, docs/live.md): a
+continuous metric on 0-100, a judge's 1-10 ratings as a graded bank, simulate, a live run
+(cmd: / replay:), runs, the page and compare-models. Each test fails without its fix."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from atlascat.cli import main
+from atlascat.irt.polybank import PolyBank
+
+IDS = [f"j{k}" for k in range(6)]
+
+
+def _refused(argv, capsys, *, started=False):
+    """The one error line of a refused command (``started``: after the line naming the run
+    it started)."""
+    rc = main([str(a) for a in argv])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, (argv, rc, err)
+    if started:
+        first, err = err.split("\n", 1)
+        assert first.startswith("run "), first
+    assert "\n" not in err and err.startswith("error: "), err
+    return err
+
+
+@pytest.fixture()
+def graded(tmp_path):
+    """A six-item graded bank of a judge's 1-10 ratings (levels 1, 4, 7, 10), and a program
+    printing one fixed rating for every item."""
+    levels = [np.array([1.0, 4.0, 7.0, 10.0])] * len(IDS)
+    params = np.column_stack([np.full(6, 1.2), np.full(6, 1.0), np.zeros(6), np.full(6, -1.0)])
+    path = tmp_path / "judge.csv"
+    PolyBank(IDS, params, "graded", levels, scales=(1, 10)).write(path)
+    prog = tmp_path / "rate.py"
+    prog.write_text("import json, sys\nfor line in sys.stdin:\n"
+                    "    item = json.loads(line)['item_id']\n"
+                    "    print(json.dumps({'item_id': item, 'score': float(sys.argv[1])}),"
+                    " flush=True)\n")
+    return path, prog
+
+
+def test_off_scale_rating_names_the_option_once(graded, tmp_path, capsys):
+    """`--rating-range LO HI, --rating-range`: the library's keyword rewritten next to the
+    option it already named."""
+    bank, prog = graded
+    err = _refused(["evaluate", "--bank", bank, "--subject", f"cmd:{sys.executable} {prog} 11",
+                    "--llm", "m", "-o", tmp_path / "run"], capsys, started=True)
+    assert "outside the item's scale 1-10" in err and "--rating-range LO HI)" in err, err
+    assert err.count("--rating-range") == 1 and "value_range" not in err, err
+
+
+def test_graded_build_bank_error_keeps_the_python_call(tmp_path, capsys):
+    """`Python: calibrate(ratings, --model graded)`: the CLI rewrote the Python call it quotes."""
+    ratings = pd.DataFrame(np.random.default_rng(0).integers(1, 11, (20, 6)), columns=IDS,
+                           index=[f"m{i}" for i in range(20)])
+    ratings.to_csv(tmp_path / "r.csv")
+    err = _refused(["build-bank", tmp_path / "r.csv", "-o", tmp_path / "b", "--score-range", 1,
+                    10, "--model", "graded"], capsys)
+    assert "Python: calibrate(ratings, model='graded')" in err, err
+    assert "atlas calibrate RATINGS --model graded -o BANK.csv" in err, err
+    assert "(ratings, --model" not in err, err
