@@ -64,3 +64,46 @@ def test_graded_build_bank_error_keeps_the_python_call(tmp_path, capsys):
     assert "Python: calibrate(ratings, model='graded')" in err, err
     assert "atlas calibrate RATINGS --model graded -o BANK.csv" in err, err
     assert "(ratings, --model" not in err, err
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A bank folder of a 0-100 metric (24 source models, 30 items: more than its budget of
+    10, so it has a predictor) and 4 held-out models."""
+    d = tmp_path_factory.mktemp("own")
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=28)
+    p = 1 / (1 + np.exp(-(theta[:, None] - np.linspace(-1.5, 1.5, 30))))
+    y = np.clip(p + rng.normal(0, 0.15, p.shape), 0, 1)
+    df = pd.DataFrame(np.round(100 * y, 2), columns=[f"t.{j}" for j in range(30)],
+                      index=pd.Index([f"m{i}" for i in range(28)], name="model"))
+    df.iloc[:24].to_csv(d / "source.csv")
+    df.iloc[24:].to_csv(d / "targets.csv")
+    assert main(["build-bank", str(d / "source.csv"), "-o", str(d / "bank"), "--score-range",
+                 "0", "100", "--budget", "10", "-q"]) == 0
+    return d
+
+
+@pytest.mark.parametrize("opt", [["--selection", "kl"], ["--randomesque", "3"],
+                                 ["--estimator", "wle"], ["--se-method", "posterior"],
+                                 ["--theta0", "1"], ["--reference"], ["--no-bound-stop"],
+                                 ["--bound-margin", "2"], ["--selected-folder"]])
+def test_simulate_predictor_refuses_the_adaptive_tests_options(folder, opt, tmp_path, capsys):
+    """`atlas simulate --bank DIR` (the folder's predictor) took these and ignored them."""
+    err = _refused(["simulate", folder / "targets.csv", "--bank", folder / "bank", *opt,
+                    "-o", tmp_path / "sim"], capsys)
+    assert f"{opt[0]} is the adaptive test's" in err and "--design adaptive" in err, err
+    assert not (tmp_path / "sim").exists()
+
+
+@pytest.mark.parametrize("opt", [["--bound-margin", "2"], ["--no-bound-stop"]])
+def test_evaluate_predictor_refuses_the_links_stops(folder, opt, tmp_path, capsys):
+    """`atlas evaluate --bank DIR` refused --selection, --se-method ... but took the score
+    link's stops (the adaptive test's) and ignored them."""
+    err = _refused(["evaluate", "--bank", folder / "bank", "--subject",
+                    f"replay:{folder / 'targets.csv'}#m25", *opt, "-o", tmp_path / "run"], capsys)
+    assert "--bound-stop / --no-bound-stop" in err or "--bound-margin" in err, err
+    assert "is the adaptive test's" in err and not (tmp_path / "run").exists(), err
+    assert main(["evaluate", "--bank", str(folder / "bank"), "--design", "adaptive",
+                 "--subject", f"replay:{folder / 'targets.csv'}#m25", *opt, "--max-items", "5",
+                 "--min-items", "5", "-o", str(tmp_path / "ada"), "-q"]) == 0

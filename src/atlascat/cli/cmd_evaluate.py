@@ -374,14 +374,11 @@ def _plan(o: _Options, ref):
             randomesque=o.randomesque, seed=o.seed or 0))
     design = choose_design(ref, o.design)
     if design == "predictor":
-        predictor_only(o)
-        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection),
-                           ("--randomesque", o.randomesque),
-                           ("--estimator", o.estimator)):   # None unless given
-            if value is not None:
-                raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
-                                  "predictor asks --max-items items of its own design (or "
-                                  "--design adaptive)")
+        predictor_only(o, ((opt, value is not None) for opt, value in (   # None unless given
+            ("--se-method", o.se_method), ("--selection", o.selection),
+            ("--randomesque", o.randomesque), ("--estimator", o.estimator),
+            ("--bound-stop / --no-bound-stop", o.bound_stop),
+            ("--bound-margin", o.bound_margin))))
         return ref, design, run_config(ref, design)   # the predictor's own budget
     given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
                                ("randomesque", o.randomesque), ("estimator", o.estimator))

@@ -439,7 +439,14 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     if o.thetas is not None:
         raise ConfigError("--thetas is the adaptive test's; this bank folder's predictor asks "
                           "--max-items items of its own design (or --design adaptive)")
-    predictor_only(o)
+    predictor_only(o, (("--selection", o.selection != Selection.criterion),
+                       ("--randomesque", o.randomesque is not None),
+                       ("--estimator", o.estimator != Estimation.method),
+                       ("--se-method", o.se_method != Estimation.se_method),
+                       ("--theta0", o.theta0 != Selection.theta0), ("--reference", o.reference),
+                       ("--no-bound-stop", not o.bound_stop),
+                       ("--bound-margin", o.bound_margin is not None),
+                       ("--selected-folder", o.selected_folder)))
     if (o.batch_size or 1) > 1:
         raise ConfigError("--batch-size: atlas simulate replays this bank folder's predictor one "
                           "item at a time (as a live run with --batch-size 1); drop it, or "
