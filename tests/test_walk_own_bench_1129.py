@@ -107,3 +107,17 @@ def test_evaluate_predictor_refuses_the_links_stops(folder, opt, tmp_path, capsy
     assert main(["evaluate", "--bank", str(folder / "bank"), "--design", "adaptive",
                  "--subject", f"replay:{folder / 'targets.csv'}#m25", *opt, "--max-items", "5",
                  "--min-items", "5", "-o", str(tmp_path / "ada"), "-q"]) == 0
+
+
+def test_results_json_scores_read_as_recorded(folder, tmp_path, capsys):
+    """results.json gave a recorded 58.82 as 58.820000000000007 and the sum as 730.6000000000001
+    (the 0-1 store mapped back to 0-100 with its float noise)."""
+    import json
+
+    assert main(["evaluate", "--bank", str(folder / "bank"), "--subject",
+                 f"replay:{folder / 'targets.csv'}#m25", "-o", str(tmp_path / "run"), "-q"]) == 0
+    row = json.loads((tmp_path / "run" / "results.json").read_text())[0]
+    recorded = pd.read_csv(folder / "targets.csv", index_col=0).loc["m25"]
+    assert row["scores"] == [float(recorded[i]) for i in row["items"]]
+    assert repr(row["score_sum"]) == repr(float(f"{sum(row['scores']):.15g}"))
+    assert row["model_based_score"] == row["prediction"]["model_part"]
