@@ -121,3 +121,17 @@ def test_results_json_scores_read_as_recorded(folder, tmp_path, capsys):
     assert row["scores"] == [float(recorded[i]) for i in row["items"]]
     assert repr(row["score_sum"]) == repr(float(f"{sum(row['scores']):.15g}"))
     assert row["model_based_score"] == row["prediction"]["model_part"]
+
+
+@pytest.mark.parametrize("opt, kinds", [(["--temperature", "0.5"], "openai:URL"),
+                                        (["--device", "cpu"], "hf:PATH_OR_NAME"),
+                                        (["--completion"], "openai:URL"),
+                                        (["--max-retries", "2"], "completions:URL"),
+                                        (["--timeout", "5"], "cmd:COMMAND")])
+def test_evaluate_refuses_options_the_subject_does_not_use(folder, opt, kinds, tmp_path, capsys):
+    """`--subject replay:... --temperature 0.5` (or --device, --timeout, ...) ran and ignored
+    the option: a user meaning it for the program that scores the items is not told."""
+    err = _refused(["evaluate", "--bank", folder / "bank", "--subject",
+                    f"replay:{folder / 'targets.csv'}#m25", *opt, "-o", tmp_path / "run"], capsys)
+    assert f"{opt[0]}" in err and kinds in err and "--subject replay: does not use it" in err
+    assert not (tmp_path / "run").exists()

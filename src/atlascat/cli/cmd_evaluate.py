@@ -406,6 +406,7 @@ def _start(o: _Options, limiter, hold=None):
 
     names = list(o.llm or [])
     spec = SubjectSpec.parse(o.subject, names[0] if names else None)
+    _check_subject_options(o, spec)
     ref, design, config = _plan(o, None if o.suite else BankRef.from_option(o.bank))
     if len(names) > 1 and design == "suite":
         raise ConfigError("--suite asks one model in one run; give --llm once")
@@ -439,6 +440,22 @@ def _start(o: _Options, limiter, hold=None):
         _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
         _twins_note(made[0].store, job.run_id, o.db)
     return made[0]
+
+
+def _check_subject_options(o: _Options, spec) -> None:
+    """An option the subject does not use (``--temperature`` with ``replay:``, ``--device``
+    with ``cmd:``) is an error, not ignored."""
+    from ..errors import ConfigError
+    from ..live.subjects import SETTING_KINDS, SUBJECT_KINDS
+
+    given = dict(device=o.device, chat=o.chat, prompt_style=o.prompt_style,
+                 max_tokens=o.max_tokens, temperature=o.temperature, system=o.system,
+                 max_retries=o.max_retries, backoff=o.backoff, timeout=o.timeout)
+    for key in spec.unused_settings(**given):
+        opt = "--chat / --completion" if key == "chat" else f"--{key.replace('_', '-')}"
+        kinds = ", ".join(SUBJECT_KINDS[k] for k in SETTING_KINDS[key])
+        raise ConfigError(f"{opt} is for {kinds} subjects; --subject {spec.kind}: does not "
+                          "use it: drop it")
 
 
 def _twins_note(store, run_id: str, db) -> None:
