@@ -135,3 +135,29 @@ def test_evaluate_refuses_options_the_subject_does_not_use(folder, opt, kinds, t
                     f"replay:{folder / 'targets.csv'}#m25", *opt, "-o", tmp_path / "run"], capsys)
     assert f"{opt[0]}" in err and kinds in err and "--subject replay: does not use it" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_compare_models_shows_each_runs_prediction_as_runs_does(folder, tmp_path, capsys):
+    """compare-models printed each run's predicted score without its interval (and --json
+    had no interval of either run): the number `atlas runs` and the page show as
+    "17.7 (13.5-22.9)" could not be matched to it."""
+    import json
+
+    db = tmp_path / "runs.sqlite"
+    for m in ("m25", "m26"):
+        assert main(["evaluate", "--bank", str(folder / "bank"), "--subject",
+                     f"replay:{folder / 'targets.csv'}#{m}", "--db", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    runs = runs if isinstance(runs, list) else runs["runs"]
+    ids = [r["run_id"] for r in sorted(runs, key=lambda r: r["model"])]
+    assert main(["runs", "--db", str(db)]) == 0
+    listed = capsys.readouterr().out
+    assert main(["compare-models", *ids, "--db", str(db), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert main(["compare-models", *ids, "--db", str(db)]) == 0
+    table = capsys.readouterr().out
+    for k in ("first", "second"):
+        shown = f"{row[k]:.1f} ({row[k + '_lo']:.1f}-{row[k + '_hi']:.1f})"
+        assert shown in table and shown in listed, (shown, table, listed)
