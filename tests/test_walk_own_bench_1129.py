@@ -161,3 +161,16 @@ def test_compare_models_shows_each_runs_prediction_as_runs_does(folder, tmp_path
     for k in ("first", "second"):
         shown = f"{row[k]:.1f} ({row[k + '_lo']:.1f}-{row[k + '_hi']:.1f})"
         assert shown in table and shown in listed, (shown, table, listed)
+
+
+def test_simulate_on_a_graded_bank_names_the_benchmark(graded, tmp_path, capsys):
+    """`atlas simulate` on a judge's graded bank (`calibrate --name judge-qa`) named it
+    nowhere: "atlas simulate (graded bank, 6 items)", "predicted mean rating"."""
+    bank, _ = graded
+    PolyBank.read(bank).with_benchmark("judge-qa").write(tmp_path / "named.csv")
+    pd.DataFrame({"subject_id": ["a", "b"], "theta": [0.0, 1.0]}).to_csv(tmp_path / "th.csv",
+                                                                         index=False)
+    assert main(["simulate", "--bank", str(tmp_path / "named.csv"), "--thetas",
+                 str(tmp_path / "th.csv"), "--max-items", "4", "-o", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "atlas simulate (judge-qa: graded bank, 6 items)" in out, out

@@ -81,7 +81,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     if "rmse" in summary:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
-                title=f"atlas simulate ({pb.model} bank, {len(pb)} items)")
+                title=f"atlas simulate ({summary['benchmark']}: {pb.model} bank, "
+                      f"{len(pb)} items)")
     if few:
         warn(few)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
