@@ -174,3 +174,19 @@ def test_simulate_on_a_graded_bank_names_the_benchmark(graded, tmp_path, capsys)
                  str(tmp_path / "th.csv"), "--max-items", "4", "-o", str(tmp_path / "s")]) == 0
     out = capsys.readouterr().out
     assert "atlas simulate (judge-qa: graded bank, 6 items)" in out, out
+
+
+def test_build_bank_refuses_fraction_scores_on_a_0_100_scale(folder, tmp_path, capsys):
+    """`--score-range 0 100 --scores S.csv` with the published scores as 0-1 fractions was
+    built silently: every prediction then read about 0.5 "points" on the 0-100 scale."""
+    src = pd.read_csv(folder / "source.csv", index_col=0)
+    mean = src.mean(axis=1)
+    (mean / 100).rename("score").to_csv(tmp_path / "s01.csv")
+    err = _refused(["build-bank", folder / "source.csv", "-o", tmp_path / "b", "--score-range",
+                    0, 100, "--scores", tmp_path / "s01.csv", "--budget", 10], capsys)
+    assert "every score is within 0-1" in err and "--score-range 0 100" in err, err
+    assert not (tmp_path / "b").exists()
+    mean.rename("score").to_csv(tmp_path / "s100.csv")     # on the scale: built
+    assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b"),
+                 "--score-range", "0", "100", "--scores", str(tmp_path / "s100.csv"),
+                 "--budget", "10", "-q"]) == 0

@@ -40,7 +40,7 @@ import pandas as pd
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
-from .checks import check_model, check_score_range, in_source_models
+from .checks import check_model, check_score_range, check_scores_scale, in_source_models
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 from .scaled import read_scaled_matrix, shares_of_one  # noqa: F401  (re-exported)
 
@@ -637,6 +637,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                  f"only {int(np.isfinite(s).sum())} models have a score")
         raise ConfigError(f"{where}; the link needs at least {min_models}")
     if scores is not None:
+        check_scores_scale(s, np.nanmean(rm.values, axis=1), score_range, scores)
         check_scores_rise(s, np.nanmean(rm.values, axis=1), scores)
     if name:
         bench, named_by = name, "name"

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..irt.dimensionality import MARGIN, Dimensionality, parallel_analysis
 
 __all__ = ["Dimensionality", "parallel_analysis", "MARGIN", "check_model",
-           "check_score_range", "in_source_models"]
+           "check_score_range", "check_scores_scale", "in_source_models"]
 
 
 def check_model(model) -> None:
@@ -45,6 +45,23 @@ def check_score_range(score_range):
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ConfigError(f"--score-range LO HI needs finite LO < HI, got {lo:g} {hi:g}")
     return lo, hi
+
+
+def check_scores_scale(scores, item_mean, score_range, path) -> None:
+    """One line for published ``scores`` given as 0-1 fractions with a ``score_range`` wider
+    than 1 (BLEU's 0 100): every score within [0, 1] while the models' mean item scores, on the
+    same scale, reach above 1. ``scores`` and ``item_mean`` are mapped to 0-1 by the range."""
+    if score_range is None:
+        return
+    lo, hi = (float(v) for v in score_range)
+    raw, means = lo + (hi - lo) * np.asarray(scores, float), lo + (hi - lo) * np.asarray(
+        item_mean, float)
+    raw, top = raw[np.isfinite(raw)], np.nanmax(means)
+    if hi - lo > 1 and raw.size and raw.min() >= 0 and raw.max() <= 1 < top:
+        raise ConfigError(f"--scores {str(path)!r}: every score is within 0-1 (at most "
+                          f"{raw.max():g}) while the models' mean item scores reach {top:.3g} "
+                          f"on --score-range {lo:g} {hi:g}: give the published scores on "
+                          "that scale, as the results are (not as 0-1 fractions)")
 
 
 def in_source_models(message: str) -> str:
