@@ -190,3 +190,16 @@ def test_build_bank_refuses_fraction_scores_on_a_0_100_scale(folder, tmp_path, c
     assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b"),
                  "--score-range", "0", "100", "--scores", str(tmp_path / "s100.csv"),
                  "--budget", "10", "-q"]) == 0
+
+
+def test_build_bank_warns_of_a_fraction_chance_on_a_0_100_scale(folder, tmp_path, capsys):
+    """`--score-range 0 100 --chance 0.25` (four options, typed as a fraction) was taken as
+    a quarter of a point without a word."""
+    assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b"),
+                 "--score-range", "0", "100", "--chance", "0.25", "--budget", "10",
+                 "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "--chance 0.25 on --score-range 0 100" in err and "(25)" in err, err
+    assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b2"),
+                 "--score-range", "0", "100", "--chance", "25", "--budget", "10", "-q"]) == 0
+    assert "--chance" not in capsys.readouterr().err

@@ -40,7 +40,8 @@ import pandas as pd
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
-from .checks import check_model, check_score_range, check_scores_scale, in_source_models
+from .checks import (chance_note, check_model, check_score_range, check_scores_scale,
+                     in_source_models)
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 from .scaled import read_scaled_matrix, shares_of_one  # noqa: F401  (re-exported)
 
@@ -615,6 +616,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
             raise ConfigError(f"--chance {float(chance):g} is outside 0-1" + (
                 f": a percent? give {float(chance) / 100:g}" if 1 < float(chance) <= 100
                 else "") + " (a metric on another scale: give --score-range LO HI)")
+        if chance_note(chance, score_range):
+            warn_user(chance_note(chance, score_range))
         chance = _on_scale(float(chance), score_range, "--chance")
     n = rm.n_subjects
     if n < min_models:

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..irt.dimensionality import MARGIN, Dimensionality, parallel_analysis
 
 __all__ = ["Dimensionality", "parallel_analysis", "MARGIN", "check_model",
-           "check_score_range", "check_scores_scale", "in_source_models"]
+           "check_score_range", "check_scores_scale", "chance_note", "in_source_models"]
 
 
 def check_model(model) -> None:
@@ -62,6 +62,19 @@ def check_scores_scale(scores, item_mean, score_range, path) -> None:
                           f"{raw.max():g}) while the models' mean item scores reach {top:.3g} "
                           f"on --score-range {lo:g} {hi:g}: give the published scores on "
                           "that scale, as the results are (not as 0-1 fractions)")
+
+
+def chance_note(chance: float, score_range) -> str | None:
+    """The warning for a ``--chance`` that looks like a 0-1 fraction on a ``score_range`` of
+    10 or more points from 0 (0.25 on BLEU's 0 100: a quarter of a point), else None."""
+    if score_range is None or not 0 < float(chance) < 1:
+        return None
+    lo, hi = (float(v) for v in score_range)
+    if lo != 0 or hi < 10:
+        return None
+    return (f"--chance {float(chance):g} on --score-range {lo:g} {hi:g} is {float(chance):g} "
+            f"of {hi:g} points: a 0-1 fraction? give it on the metric's scale "
+            f"({float(chance) * hi:g})")
 
 
 def in_source_models(message: str) -> str:
