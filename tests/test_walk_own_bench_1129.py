@@ -203,3 +203,22 @@ def test_build_bank_warns_of_a_fraction_chance_on_a_0_100_scale(folder, tmp_path
     assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b2"),
                  "--score-range", "0", "100", "--chance", "25", "--budget", "10", "-q"]) == 0
     assert "--chance" not in capsys.readouterr().err
+
+
+def test_dropped_items_list_says_how_many_more(tmp_path):
+    """`13 item(s) rated at fewer than two levels ... were left out: [10 ids]` listed ten of
+    thirteen as if they were all."""
+    import warnings
+
+    from atlascat.irt.polycal import calibrate_ordinal
+
+    rng = np.random.default_rng(1)
+    ratings = pd.DataFrame(rng.integers(1, 4, (30, 15)).astype(float),
+                           columns=[f"i{j}" for j in range(15)])
+    ratings.iloc[:, :12] = 2.0          # twelve items every subject rated alike
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calibrate_ordinal(ratings, "graded", on_empty="drop", max_iter=5)
+    said = " ".join(str(w.message) for w in caught)
+    assert "12 item(s) rated at fewer than two levels" in said, said
+    assert "i0, i1," in said and ", ... (2 more)" in said and "['i0'" not in said, said
