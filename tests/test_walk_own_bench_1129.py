@@ -222,3 +222,17 @@ def test_dropped_items_list_says_how_many_more(tmp_path):
     said = " ".join(str(w.message) for w in caught)
     assert "12 item(s) rated at fewer than two levels" in said, said
     assert "i0, i1," in said and ", ... (2 more)" in said and "['i0'" not in said, said
+
+
+def test_step_lines_keep_their_columns_at_the_top_of_the_scale(folder, tmp_path, capsys):
+    """A step scored 100.0 on a 0-100 folder pushed its line's "predicted" one column right
+    of every other step's ("score 100.0  predicted" against "score 41.4  predicted")."""
+    cols = pd.read_csv(folder / "targets.csv", index_col=0).columns
+    row = pd.DataFrame([[100.0 if j % 2 else 5.5 for j in range(len(cols))]], columns=cols,
+                       index=pd.Index(["top"], name="model"))
+    row.to_csv(tmp_path / "top.csv")
+    assert main(["evaluate", "--bank", str(folder / "bank"), "--subject",
+                 f"replay:{tmp_path / 'top.csv'}#top", "-o", str(tmp_path / "run")]) == 0
+    steps = [ln for ln in capsys.readouterr().err.splitlines() if " step " in ln]
+    assert any("score 100.0" in ln for ln in steps) and any("score 5.5 " in ln for ln in steps)
+    assert len({ln.index("predicted") for ln in steps}) == 1, steps
