@@ -236,3 +236,19 @@ def test_step_lines_keep_their_columns_at_the_top_of_the_scale(folder, tmp_path,
     steps = [ln for ln in capsys.readouterr().err.splitlines() if " step " in ln]
     assert any("score 100.0" in ln for ln in steps) and any("score 5.5 " in ln for ln in steps)
     assert len({ln.index("predicted") for ln in steps}) == 1, steps
+
+
+def test_info_describes_a_matrix_on_a_0_100_scale(folder, capsys):
+    """`atlas info SCORES.csv` on a 0-100 metric refused the file ("value 66.67 outside
+    [0, 1]"), where a 1-10 ratings file is described with its next command."""
+    import json
+
+    assert main(["info", str(folder / "targets.csv")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "scores on another scale than 0-1" in out, out
+    assert f"atlas build-bank {folder / 'targets.csv'} --score-range 0 100" in out, out
+    assert main(["info", str(folder / "targets.csv"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    src = pd.read_csv(folder / "targets.csv", index_col=0)
+    assert summary["kind"] == "scores" and summary["items"] == src.shape[1]
+    assert summary["range"] == [float(src.min().min()), float(src.max().max())]
