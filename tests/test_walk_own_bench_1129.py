@@ -252,3 +252,20 @@ def test_info_describes_a_matrix_on_a_0_100_scale(folder, capsys):
     src = pd.read_csv(folder / "targets.csv", index_col=0)
     assert summary["kind"] == "scores" and summary["items"] == src.shape[1]
     assert summary["range"] == [float(src.min().min()), float(src.max().max())]
+
+
+def test_predictor_page_settings_are_the_predictors(folder, tmp_path):
+    """A predictor run's page listed the adaptive test's settings under Settings ("selection":
+    "mfi", "randomesque": 5, "r_max": 0.2, "se_stop": ...), none of which it used."""
+    import html
+    import re
+
+    assert main(["evaluate", "--bank", str(folder / "bank"), "--subject",
+                 f"replay:{folder / 'targets.csv'}#m25", "--max-items", "8", "--seed", "4",
+                 "-o", str(tmp_path / "run"), "-q"]) == 0
+    page = next((tmp_path / "run" / "reports").glob("*.html")).read_text()
+    settings = html.unescape(re.search(r"<h2>Settings</h2><pre>(.*?)</pre>", page, re.S)[1])
+    assert '"predictor"' in settings and '"max_items": 8' in settings, settings
+    assert '"seed": 4' in settings, settings
+    for word in ("randomesque", "selection", "r_max", "se_stop", '"cat"'):
+        assert word not in settings, settings
