@@ -269,3 +269,33 @@ def test_predictor_page_settings_are_the_predictors(folder, tmp_path):
     assert '"seed": 4' in settings, settings
     for word in ("randomesque", "selection", "r_max", "se_stop", '"cat"'):
         assert word not in settings, settings
+
+
+@pytest.mark.parametrize("command, opt", [("evaluate", ["--bound-margin", "2"]),
+                                          ("simulate", ["--bound-margin", "2"]),
+                                          ("simulate", ["--no-bound-stop"])])
+def test_a_bank_without_a_score_link_refuses_its_stops(graded, command, opt, tmp_path, capsys):
+    """A judge's graded bank (no score link) took --bound-margin / --no-bound-stop, the score
+    link's floor / top stop, and ignored them."""
+    bank, _ = graded
+    ratings = pd.DataFrame([[1, 4, 7, 10, 4, 7]], columns=IDS,
+                           index=pd.Index(["r"], name="model"))
+    ratings.to_csv(tmp_path / "r.csv")
+    argv = (["evaluate", "--bank", bank, "--subject", f"replay:{tmp_path / 'r.csv'}#r"]
+            if command == "evaluate" else ["simulate", tmp_path / "r.csv", "--bank", bank])
+    err = _refused([*argv, *opt, "--max-items", 3, "-o", tmp_path / "out"], capsys)
+    assert opt[0] in err and "no score link" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_plain_bank_file_refuses_the_bound_margin(tmp_path, capsys):
+    """`atlas simulate --bank BANK.csv --thetas T --bound-margin M`: no link, the margin
+    ignored."""
+    from atlascat.irt.bank import ItemBank
+
+    ItemBank(IDS, np.ones(6), np.linspace(-1, 1, 6)).write(tmp_path / "b.csv")
+    pd.DataFrame({"subject_id": ["a"], "theta": [0.0]}).to_csv(tmp_path / "t.csv", index=False)
+    err = _refused(["simulate", "--bank", tmp_path / "b.csv", "--thetas", tmp_path / "t.csv",
+                    "--bound-margin", 0.05, "-o", tmp_path / "out"], capsys)
+    assert "--bound-margin" in err and "no score link" in err, err
+    assert not (tmp_path / "out").exists()

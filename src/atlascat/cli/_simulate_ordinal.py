@@ -127,6 +127,11 @@ def _check_options(o) -> None:
     if o.batch_size is not None and o.batch_size > 1:
         raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop "
                           f"--batch-size {o.batch_size}")
+    for opt, given in (("--no-bound-stop", not o.bound_stop),
+                       ("--bound-margin", o.bound_margin is not None)):
+        if given:
+            raise ConfigError(f"{opt} sets a score link's floor / top stop; an ordinal bank has "
+                              "no score link: drop it")
 
 
 def _write_selected_folder(res, folder) -> None:

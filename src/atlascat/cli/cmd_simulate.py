@@ -379,6 +379,10 @@ def _run(o: _Options, ref, link, config, progress, kwargs):
     answers drawn on a bank file without a link: the plain one, as simulate_adaptive runs it
     (no bank folder or score link code loaded)."""
     batch = o.batch_size or 1
+    if link is None and o.bound_margin is not None:   # as simulate_adaptive refuses it
+        from ..bankdir.adaptive import adaptive_config
+
+        adaptive_config(ref, bound_margin=o.bound_margin)
     if link is None and "responses" not in kwargs:
         from ..cat.answers import simulated_models
         from ..cat.simulate import simulate_cat
