@@ -62,7 +62,7 @@ def test_graded_build_bank_error_keeps_the_python_call(tmp_path, capsys):
     err = _refused(["build-bank", tmp_path / "r.csv", "-o", tmp_path / "b", "--score-range", 1,
                     10, "--model", "graded"], capsys)
     assert "Python: calibrate(ratings, model='graded')" in err, err
-    assert "atlas calibrate RATINGS --model graded -o BANK.csv" in err, err
+    assert "CLI: calibrate RATINGS --model graded -o BANK.csv;" in err, err
     assert "(ratings, --model" not in err, err
 
 
