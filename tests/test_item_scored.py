@@ -182,7 +182,8 @@ def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_pa
     page = (tmp_path / "cmd" / "reports" / f"{cmd['run_id']}.html").read_text()
     assert "scored by your command" in page and "scorer.py" in page   # the command is named
     assert "zero-shot, max_tokens" not in page                         # no prompt was sent
-    assert "&quot;prompt&quot;" not in page and "&quot;cat&quot;" in page   # nor its settings
+    assert "&quot;prompt&quot;" not in page and "&quot;predictor&quot;" in page   # nor its
+    assert "&quot;cat&quot;" not in page     # settings; the predictor's, not the adaptive test's
 
 
 def test_one_command_asks_several_models_and_they_compare(folder, tmp_path):

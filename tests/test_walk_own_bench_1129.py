@@ -299,3 +299,15 @@ def test_a_plain_bank_file_refuses_the_bound_margin(tmp_path, capsys):
                     "--bound-margin", 0.05, "-o", tmp_path / "out"], capsys)
     assert "--bound-margin" in err and "no score link" in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_build_bank_warns_of_a_range_its_scores_barely_use(folder, tmp_path, capsys):
+    """`--score-range 0 1000` on 0-100 scores (a typo) built silently: every prediction then
+    reads on a scale ten times the metric's."""
+    assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b"),
+                 "--score-range", "0", "1000", "--budget", "10", "-q"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "every score lies in the bottom quarter of --score-range 0 1000" in err, err
+    assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b2"),
+                 "--score-range", "0", "100", "--budget", "10", "-q"]) == 0
+    assert "bottom quarter" not in capsys.readouterr().err

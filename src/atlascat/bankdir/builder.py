@@ -41,7 +41,7 @@ from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
 from .checks import (chance_note, check_model, check_score_range, check_scores_scale,
-                     in_source_models)
+                     in_source_models, range_note)
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 from .scaled import read_scaled_matrix, shares_of_one  # noqa: F401  (re-exported)
 
@@ -624,6 +624,8 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
                                 f"{min_models} source models (add more models' results)")
     check_spread(rm, score_range)
+    if logs is None and range_note(rm.values, score_range):   # a range the user declared
+        warn_user(range_note(rm.values, score_range))
     models = [str(m) for m in rm.subject_ids]
     if scores is not None:
         published = read_scores(scores, models, score_range).reindex(models)

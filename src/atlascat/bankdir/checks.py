@@ -11,7 +11,8 @@ from ..errors import ConfigError
 from ..irt.dimensionality import MARGIN, Dimensionality, parallel_analysis
 
 __all__ = ["Dimensionality", "parallel_analysis", "MARGIN", "check_model",
-           "check_score_range", "check_scores_scale", "chance_note", "in_source_models"]
+           "check_score_range", "check_scores_scale", "chance_note", "range_note",
+           "in_source_models"]
 
 
 def check_model(model) -> None:
@@ -75,6 +76,21 @@ def chance_note(chance: float, score_range) -> str | None:
     return (f"--chance {float(chance):g} on --score-range {lo:g} {hi:g} is {float(chance):g} "
             f"of {hi:g} points: a 0-1 fraction? give it on the metric's scale "
             f"({float(chance) * hi:g})")
+
+
+def range_note(values, score_range) -> str | None:
+    """The warning for results (``values`` mapped to 0-1 by ``score_range``) whose every score
+    lies in the bottom quarter of a declared range (a typo as --score-range 0 1000 for 0-100
+    scores; a metric whose items every model scores low says so too), else None."""
+    if score_range is None or not np.isfinite(values).any():
+        return None
+    top = float(np.nanmax(values))
+    if top >= 0.25:
+        return None
+    lo, hi = (float(v) for v in score_range)
+    return (f"every score lies in the bottom quarter of --score-range {lo:g} {hi:g} (the "
+            f"highest {lo + top * (hi - lo):g}): check that the range is the metric's scale; "
+            "the predictions are read on it")
 
 
 def in_source_models(message: str) -> str:
