@@ -311,3 +311,20 @@ def test_build_bank_warns_of_a_range_its_scores_barely_use(folder, tmp_path, cap
     assert main(["build-bank", str(folder / "source.csv"), "-o", str(tmp_path / "b2"),
                  "--score-range", "0", "100", "--budget", "10", "-q"]) == 0
     assert "bottom quarter" not in capsys.readouterr().err
+
+
+def test_a_rating_runs_observed_mean_is_over_the_items_scored(graded, tmp_path, capsys):
+    """A judge that gave no rating (null) to some items: the headline said "6 items scored,
+    9 asked" and the next line "observed 4.00 (over the 6 items asked)"."""
+    bank, _ = graded
+    prog = tmp_path / "some.py"
+    prog.write_text("import json, sys\nfor n, line in enumerate(sys.stdin):\n"
+                    "    item = json.loads(line)['item_id']\n"
+                    "    print(json.dumps({'item_id': item, 'score': None if n % 2 else 7}),"
+                    " flush=True)\n")
+    assert main(["evaluate", "--bank", str(bank), "--subject", f"cmd:{sys.executable} {prog}",
+                 "--llm", "m", "--max-items", "3", "--min-items", "3",
+                 "-o", str(tmp_path / "run")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(3 items scored, 5 asked)" in out, out
+    assert "observed 7.00 (over the 3 items scored)" in out, out

@@ -167,7 +167,8 @@ def _rating_line(row: dict, scale) -> str | None:
     def on(v):
         return score_text(v, scale) if scale is not None else f"{100 * v:.1f}%"
 
-    parts = ([f"observed {on(obs)} (over the {n} items asked)"] if obs is not None else []) + \
+    parts = ([f"observed {on(obs)} (over the {n} items {_scored_word(row)})"]
+             if obs is not None else []) + \
         ([f"model-based {on(mod)} ({model_based_words(False)})"] if mod is not None else [])
     if not parts:
         return None
