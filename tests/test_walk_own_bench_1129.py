@@ -328,3 +328,17 @@ def test_a_rating_runs_observed_mean_is_over_the_items_scored(graded, tmp_path, 
     out = " ".join(capsys.readouterr().out.split())
     assert "(3 items scored, 5 asked)" in out, out
     assert "observed 7.00 (over the 3 items scored)" in out, out
+
+
+def test_a_programs_log_line_on_stdout_says_where_it_belongs(folder, tmp_path, capsys):
+    """A scoring program that prints "loading model..." on standard output stopped the run
+    with "reply line 1 is not a JSON object ..." and no word of where such a line goes."""
+    prog = tmp_path / "chatty.py"
+    prog.write_text("import json, sys\nprint('loading model...', flush=True)\n"
+                    "for line in sys.stdin:\n"
+                    "    item = json.loads(line)['item_id']\n"
+                    "    print(json.dumps({'item_id': item, 'score': 50}), flush=True)\n")
+    err = _refused(["evaluate", "--bank", folder / "bank", "--subject",
+                    f"cmd:{sys.executable} {prog}", "--llm", "m", "-o", tmp_path / "run"],
+                   capsys, started=True)
+    assert "'loading model...'" in err and "goes to standard error" in err, err
