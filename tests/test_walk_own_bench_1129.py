@@ -342,3 +342,14 @@ def test_a_programs_log_line_on_stdout_says_where_it_belongs(folder, tmp_path, c
                     f"cmd:{sys.executable} {prog}", "--llm", "m", "-o", tmp_path / "run"],
                    capsys, started=True)
     assert "'loading model...'" in err and "goes to standard error" in err, err
+
+
+def test_report_on_a_simulate_folder_says_what_it_holds(folder, tmp_path, capsys):
+    """`atlas report SIM_DIR` on `atlas simulate -o SIM_DIR` said only "create one with atlas
+    benchmark": not that the folder is simulate's, whose predictions are in person_scores.csv."""
+    assert main(["simulate", str(folder / "targets.csv"), "--bank", str(folder / "bank"),
+                 "-o", str(tmp_path / "sim"), "-q"]) == 0
+    capsys.readouterr()
+    err = _refused(["report", tmp_path / "sim", "-o", tmp_path / "r.html"], capsys)
+    assert "it holds atlas simulate's output (person_scores.csv" in err, err
+    assert not (tmp_path / "r.html").exists()

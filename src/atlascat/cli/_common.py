@@ -148,7 +148,12 @@ def cli_advice(exc) -> str:
         return ("ask a suite with --suite (atlas evaluate, atlas simulate)" if exc.kind == "suite"
                 else "give one bank with --bank")
     if isinstance(exc, RunFolderError):
-        return "create one with atlas benchmark RESPONSES -o RUN_DIR"
+        from pathlib import Path
+
+        sim = exc.path is not None and (Path(exc.path) / "person_scores.csv").is_file()
+        return (("it holds atlas simulate's output (person_scores.csv: each model's predicted "
+                 "score and interval); atlas report draws the runs of atlas benchmark: "
+                 if sim else "") + "create one with atlas benchmark RESPONSES -o RUN_DIR")
     if isinstance(exc, MovedBankError):
         return (f"point the run at it with atlas evaluate --resume {exc.run_id} --bank NEW_PLACE"
                 + (f" --db {exc.store}" if exc.store else ""))
