@@ -30,8 +30,8 @@ def check_model(model) -> None:
                           "(--score-range 1 10, one slope and location per item) and fits auto, "
                           "rasch or 1pl-4pl; a graded or gpcm bank of the ratings' categories "
                           f"is calibrated from them (CLI: calibrate RATINGS --model {name} -o "
-                          f"BANK.csv; Python: calibrate(ratings, model={name!r})), a bank file that "
-                          "simulate, score and evaluate take as --bank BANK.csv")
+                          f"BANK.csv; Python: calibrate(ratings, model={name!r})), a bank file "
+                          "that simulate, score and evaluate take as --bank BANK.csv")
     raise ConfigError(f"--model {model!r}: a bank folder fits auto, rasch, 1pl, 2pl, 3pl or 4pl")
 
 

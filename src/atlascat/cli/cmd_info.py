@@ -140,9 +140,9 @@ def _describe_ratings(path: Path) -> dict | None:
         **({"levels": [float(v) for v in np.unique(obs)],
             "levels_per_item": {"min": int(min(per_item)), "max": int(max(per_item))}}
            if whole else {"range": [float(obs.min()), float(obs.max())]}),
-        f"mean_{'rating' if whole else 'score'}_quantiles": dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
-                                          np.quantile(means[~np.isnan(means)], q)
-                                          .round(4).tolist())),
+        f"mean_{'rating' if whole else 'score'}_quantiles": dict(zip(
+            ["min", "q05", "q25", "median", "q75", "q95", "max"],
+            np.quantile(means[~np.isnan(means)], q).round(4).tolist())),
         "items_per_subject": {"min": int(observed.sum(1).min()),
                               "median": float(np.median(observed.sum(1))),
                               "max": int(observed.sum(1).max())},
