@@ -353,3 +353,18 @@ def test_report_on_a_simulate_folder_says_what_it_holds(folder, tmp_path, capsys
     err = _refused(["report", tmp_path / "sim", "-o", tmp_path / "r.html"], capsys)
     assert "it holds atlas simulate's output (person_scores.csv" in err, err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_program_that_dies_says_the_items_of_its_round(folder, tmp_path, capsys):
+    """A program that exited after 3 answered items said "exited with status 3 after scoring
+    0 of 1 item(s)" next to "saved with 3 answered item(s)": 1 of what?"""
+    prog = tmp_path / "dies.py"
+    prog.write_text("import json, sys\nfor n, line in enumerate(sys.stdin):\n"
+                    "    if n == 3:\n        sys.exit(3)\n"
+                    "    item = json.loads(line)['item_id']\n"
+                    "    print(json.dumps({'item_id': item, 'score': 50}), flush=True)\n")
+    err = _refused(["evaluate", "--bank", folder / "bank", "--subject",
+                    f"cmd:{sys.executable} {prog}", "--llm", "m", "-o", tmp_path / "run", "-q"],
+                   capsys, started=True)
+    assert "after scoring 0 of the 1 item(s) just sent to it" in err, err
+    assert "saved with 3 answered item(s)" in err, err
