@@ -99,8 +99,8 @@ def test_a_command_that_fails_is_a_resumable_subject_error(tmp_path):
     crash = CommandSubject([sys.executable, "-c", "import sys; sys.exit('disk full')"])
     # the process may exit before or after atlas writes the round to it (a busy machine): both
     # say the status and the command's last line on standard error
-    with pytest.raises(SubjectError, match=r"status 1 (after scoring 0 of the 1 item\(s\) just sent to it|before "
-                                           r"reading the items): disk full"):
+    with pytest.raises(SubjectError, match=r"status 1 (after scoring 0 of the 1 item\(s\) just "
+                                           r"sent to it|before reading the items): disk full"):
         crash.score_items(["a"])
     slow = CommandSubject([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
     with pytest.raises(SubjectError, match="within 1 s"):
