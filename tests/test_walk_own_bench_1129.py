@@ -368,3 +368,11 @@ def test_a_program_that_dies_says_the_items_of_its_round(folder, tmp_path, capsy
                    capsys, started=True)
     assert "after scoring 0 of the 1 item(s) just sent to it" in err, err
     assert "saved with 3 answered item(s)" in err, err
+
+
+def test_build_bank_help_names_every_model_it_fits(capsys):
+    """`atlas build-bank --help` listed "auto, 1pl, 2pl, 3pl or 4pl" while it fits rasch too
+    (its error names it), and said nothing of where a judge's graded model is fitted."""
+    assert main(["build-bank", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "rasch, 1pl, 2pl, 3pl or 4pl" in out and "atlas calibrate --model graded" in out
