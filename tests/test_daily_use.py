@@ -94,8 +94,9 @@ def test_compare_models_by_run_id_finds_the_runs_atlas_runs_lists(tmp_path, caps
     out = capsys.readouterr().out
     assert f"simulated(theta=1.5) (run {a})" in out and f"simulated(theta=-0.5) (run {b})" in out
     row = next(ln for ln in out.splitlines() if ln.strip().startswith("arc"))
-    numbers = re.findall(r"-?\d+\.\d+", row)
-    assert len(numbers) == 5 and all(re.fullmatch(r"-?\d+\.\d", n) for n in numbers), row
+    numbers = re.findall(r"(?<!\d)-?\d+\.\d+", row)   # each run's score with its interval,
+    assert len(numbers) == 9 and all(re.fullmatch(r"-?\d+\.\d", n) for n in numbers), row
+    assert re.search(r"\d\.\d \(\d+\.\d-\d+\.\d\)", row), row   # "72.8 (69.5-76.1)"
     assert main(["compare-models", a, "nope"]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
 

@@ -99,8 +99,8 @@ def test_a_command_that_fails_is_a_resumable_subject_error(tmp_path):
     crash = CommandSubject([sys.executable, "-c", "import sys; sys.exit('disk full')"])
     # the process may exit before or after atlas writes the round to it (a busy machine): both
     # say the status and the command's last line on standard error
-    with pytest.raises(SubjectError, match=r"status 1 (after scoring 0 of 1 item\(s\)|before "
-                                           r"reading the items): disk full"):
+    with pytest.raises(SubjectError, match=r"status 1 (after scoring 0 of the 1 item\(s\) just "
+                                           r"sent to it|before reading the items): disk full"):
         crash.score_items(["a"])
     slow = CommandSubject([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
     with pytest.raises(SubjectError, match="within 1 s"):
@@ -125,7 +125,7 @@ def test_the_command_runs_once_for_every_round(tmp_path):
         assert [s for s, _ in subj.score_items(["q1", "q2"])] == [1, 0]
         assert [s for s, _ in subj.score_items(["q11"])] == [1]
         assert starts.read_text() == "x"
-        with pytest.raises(SubjectError, match="after scoring 0 of 1 item.*boom"):
+        with pytest.raises(SubjectError, match="after scoring 0 of the 1 item.*boom"):
             subj.score_items(["boom"])
         assert [s for s, _ in subj.score_items(["q3"])] == [0]
         assert starts.read_text() == "xx"
@@ -182,7 +182,8 @@ def test_a_command_scores_the_items_as_the_recorded_answers_would(folder, tmp_pa
     page = (tmp_path / "cmd" / "reports" / f"{cmd['run_id']}.html").read_text()
     assert "scored by your command" in page and "scorer.py" in page   # the command is named
     assert "zero-shot, max_tokens" not in page                         # no prompt was sent
-    assert "&quot;prompt&quot;" not in page and "&quot;cat&quot;" in page   # nor its settings
+    assert "&quot;prompt&quot;" not in page and "&quot;predictor&quot;" in page   # nor its
+    assert "&quot;cat&quot;" not in page     # settings; the predictor's, not the adaptive test's
 
 
 def test_one_command_asks_several_models_and_they_compare(folder, tmp_path):

@@ -107,8 +107,10 @@ def test_a_narrow_scale_prints_the_same_digits_in_every_output(folder, tmp_path,
     assert cmp["digits"] == 2
     assert run_cli(["compare-models", *ids, "--db", out / "runs.sqlite"]) == 0
     line = capsys.readouterr().out.splitlines()[-1].split()
-    assert line[1:6] == [score_text(cmp[k], (1, 5)) for k in
-                         ("first", "second", "difference", "lo", "hi")], line
+    t = {k: score_text(cmp[k], (1, 5)) for k in cmp if isinstance(cmp[k], float)}
+    assert line[1:8] == [t["first"], f"({t['first_lo']}-{t['first_hi']})", t["second"],
+                         f"({t['second_lo']}-{t['second_hi']})", t["difference"], t["lo"],
+                         t["hi"]], line
 
 
 def test_simulate_summary_and_notes_on_a_narrow_scale(folder, tmp_path, capsys):

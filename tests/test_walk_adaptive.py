@@ -37,7 +37,7 @@ def bank(tmp_path_factory):
     _matrix(40, 1, 100.0).to_csv(root / "source100.csv")
     _matrix(12, 2, 100.0).to_csv(root / "targets100.csv")
     build_bank(root / "source.csv", root / "bank", chance=0.25, folds=0)
-    build_bank(root / "source100.csv", root / "bank100", chance=0.25, folds=0,
+    build_bank(root / "source100.csv", root / "bank100", chance=25.0, folds=0,
                score_range=(0, 100))
     return root
 

@@ -49,6 +49,12 @@ def _config(link, folder, config, *, max_items, min_items, bound_stop, bound_mar
         from ..errors import ConfigError
 
         raise ConfigError(f"config must be a CATConfig, got {type(config).__name__}")
+    if link is None and bound_margin is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError("bound_margin (CLI --bound-margin) sets the score link's floor / top "
+                          "stop; this bank has no score link (a bank folder, a shipped bank or "
+                          "a bank file naming a shipped benchmark has one): drop it")
     margin = margin_of(bound_margin, folder) if bound_stop else None  # checked with or without
     changes = {}
     if max_items is not None:

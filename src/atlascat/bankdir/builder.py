@@ -40,7 +40,8 @@ import pandas as pd
 from ..cat.config import Stopping
 from ..errors import BankError, ConfigError, ResponseDataError, warn_user
 from ..irt.dispersion import without_dispersion
-from .checks import check_model, check_score_range, in_source_models
+from .checks import (chance_note, check_model, check_score_range, check_scores_scale,
+                     in_source_models, range_note)
 from .defaults import BUDGET, FOLDS, MIN_MODELS, PREDICTOR_ITEMS_FILE
 from .scaled import read_scaled_matrix, shares_of_one  # noqa: F401  (re-exported)
 
@@ -615,12 +616,16 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
             raise ConfigError(f"--chance {float(chance):g} is outside 0-1" + (
                 f": a percent? give {float(chance) / 100:g}" if 1 < float(chance) <= 100
                 else "") + " (a metric on another scale: give --score-range LO HI)")
+        if chance_note(chance, score_range):
+            warn_user(chance_note(chance, score_range))
         chance = _on_scale(float(chance), score_range, "--chance")
     n = rm.n_subjects
     if n < min_models:
         raise ResponseDataError(f"the results hold {n} model(s); a bank needs at least "
                                 f"{min_models} source models (add more models' results)")
     check_spread(rm, score_range)
+    if logs is None and range_note(rm.values, score_range):   # a range the user declared
+        warn_user(range_note(rm.values, score_range))
     models = [str(m) for m in rm.subject_ids]
     if scores is not None:
         published = read_scores(scores, models, score_range).reindex(models)
@@ -637,6 +642,7 @@ def build_bank(source, output=None, *, scores=None, task: str | None = None,
                  f"only {int(np.isfinite(s).sum())} models have a score")
         raise ConfigError(f"{where}; the link needs at least {min_models}")
     if scores is not None:
+        check_scores_scale(s, np.nanmean(rm.values, axis=1), score_range, scores)
         check_scores_rise(s, np.nanmean(rm.values, axis=1), scores)
     if name:
         bench, named_by = name, "name"

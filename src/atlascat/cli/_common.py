@@ -148,7 +148,12 @@ def cli_advice(exc) -> str:
         return ("ask a suite with --suite (atlas evaluate, atlas simulate)" if exc.kind == "suite"
                 else "give one bank with --bank")
     if isinstance(exc, RunFolderError):
-        return "create one with atlas benchmark RESPONSES -o RUN_DIR"
+        from pathlib import Path
+
+        sim = exc.path is not None and (Path(exc.path) / "person_scores.csv").is_file()
+        return (("it holds atlas simulate's output (person_scores.csv: each model's predicted "
+                 "score and interval); atlas report draws the runs of atlas benchmark: "
+                 if sim else "") + "create one with atlas benchmark RESPONSES -o RUN_DIR")
     if isinstance(exc, MovedBankError):
         return (f"point the run at it with atlas evaluate --resume {exc.run_id} --bank NEW_PLACE"
                 + (f" --db {exc.store}" if exc.store else ""))
@@ -202,7 +207,32 @@ def option_names(text: str) -> str:
     """A library error's text as the command line says it: ``quadpts (CLI --quadpts)``,
     ``on_empty='drop' (CLI: --drop-empty)`` -> the option alone; a keyword of
     :data:`KEYWORD_OPTIONS` -> its option (``max_iter=5`` -> ``--max-iter 5``). The library's
-    messages keep the keywords, which the Python API's users type."""
+    messages keep the keywords, which the Python API's users type; what a message gives as
+    the Python call (``Python: calibrate(ratings, model='graded')``, to the end of its
+    parenthesis or clause) is kept as written."""
+    import re
+
+    kept: list[str] = []
+
+    def keep(m) -> str:
+        depth, end = 0, len(text)
+        for k in range(m.end(), len(text)):
+            ch = text[k]
+            depth += (ch == "(") - (ch == ")")
+            if depth < 0 or (depth == 0 and ch == ";"):
+                end = k
+                break
+        kept.append(text[m.start():end])
+        return f"\0{len(kept) - 1}\0" + text[end:]
+
+    while (m := re.search(r"Python: ", text)) is not None:
+        text = text[:m.start()] + keep(m)
+    text = _named_options(text)
+    return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
+
+
+def _named_options(text: str) -> str:
+    """:func:`option_names` on text without a Python call in it."""
     import re
 
     def keyword(word: str) -> bool:

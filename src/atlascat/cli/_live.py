@@ -246,6 +246,16 @@ class LiveDisplay:
             self.continuous.add(info.run_id)
         return f"score {score:.2f}" if info.run_id in self.continuous else None
 
+    def score_width(self, info) -> int:
+        """The width of a step's "score ..." column: the widest score of the run's scale
+        ("score 100.0" on 0-100, "score -100.0" on -100 to 100), at least 10."""
+        scale = self.scales.get(info.run_id)
+        if scale is None:
+            return 10
+        from ..scorelink.prediction import level
+
+        return max(10, 6 + max(len(level(v, scale)) for v in (0.0, 1.0)))
+
     def line(self, info) -> "Text":
         from rich.text import Text
 
@@ -260,7 +270,7 @@ class LiveDisplay:
         elif getattr(info, "rated", False):  # an ordinal item's rating on its own scale
             text.append(f"rated {info.score:<5g}", style="cyan")
         elif scored is not None:           # a continuous score, or on the metric's scale
-            text.append(f"{scored:<10}", style="cyan")
+            text.append(f"{scored:<{self.score_width(info)}}", style="cyan")
         else:
             text.append("correct" if info.score else "wrong  ",
                         style="green" if info.score else "red")

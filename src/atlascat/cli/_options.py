@@ -125,13 +125,15 @@ def suite_config(*, target_se=None, min_items=None, max_items=None, batch_size=N
                                          seed=int(seed), **given))
 
 
-def predictor_only(o) -> None:
+def predictor_only(o, given=()) -> None:
     """A bank folder's predictor asks --max-items items of its own design: the adaptive test's
     stop options (``o.fixed_length``, ``o.se_stop``, ``o.min_items``) are an error with it,
-    and so is a --max-items below 2."""
+    and so is a --max-items below 2; ``given``: (option, whether given) pairs of the command's
+    other adaptive-test options (item selection, theta's estimator, the link's stops)."""
     for opt, value in (("--fixed-length", o.fixed_length), ("--se-stop", o.se_stop),
                        ("--min-items", o.min_items), ("--r-max", getattr(o, "r_max", None)),
-                       *((OPTION_NAMES[k], v) for k, v in cost_fields(o).items())):
+                       *((OPTION_NAMES[k], v) for k, v in cost_fields(o).items()),
+                       *((opt, True if on else None) for opt, on in given)):
         if value is not None:
             raise ConfigError(f"{opt} is the adaptive test's; this bank folder's predictor asks "
                               "--max-items items of its own design (or --design adaptive)")

@@ -82,7 +82,8 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
     if "rmse" in summary:
         rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
     print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
-                title=f"atlas simulate ({pb.model} bank, {len(pb)} items)")
+                title=f"atlas simulate ({summary['benchmark']}: {pb.model} bank, "
+                      f"{len(pb)} items)")
     if few:
         warn(few)
     console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
@@ -127,6 +128,11 @@ def _check_options(o) -> None:
     if o.batch_size is not None and o.batch_size > 1:
         raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop "
                           f"--batch-size {o.batch_size}")
+    for opt, given in (("--no-bound-stop", not o.bound_stop),
+                       ("--bound-margin", o.bound_margin is not None)):
+        if given:
+            raise ConfigError(f"{opt} sets a score link's floor / top stop; an ordinal bank has "
+                              "no score link: drop it")
 
 
 def _write_selected_folder(res, folder) -> None:

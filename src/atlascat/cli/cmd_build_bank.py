@@ -45,7 +45,8 @@ def build_bank_command(
                                             "qmsum.1: qmsum), else its file's name]"),
     model: str = typer.Option(AUTO, "--model",
                               help="IRT model: auto (chosen for the number of models), "
-                                   "1pl, 2pl, 3pl or 4pl."),
+                                   "rasch, 1pl, 2pl, 3pl or 4pl (a judge's ratings as "
+                                   "categories: atlas calibrate --model graded)."),
     budget: int = typer.Option(BUDGET, "--budget", min=5,
                                help="Test length the score link is fitted for."),
     chance: Optional[float] = typer.Option(None, "--chance",

@@ -53,10 +53,15 @@ def compare_models_command(
 
     from ..scorelink.prediction import score_text
 
-    nums = ["first", "second", "difference", "lo", "hi"]   # each row to its scale's digits
-    df = pd.DataFrame([{**r, **{k: score_text(r[k], digits=r["digits"]) for k in nums}}
-                       for r in out["rows"]]).drop(
-        columns=["score", "population", "unit", "warnings", "digits"])
+    def text(r, k):   # each row to its scale's digits; a run's score with its interval
+        if k in ("first", "second"):
+            return (f"{text(r, k + '_score')} ({text(r, k + '_lo')}-"
+                    f"{text(r, k + '_hi')})")
+        return score_text(r[k.removesuffix("_score")], digits=r["digits"])
+
+    cols = ["benchmark", "first", "second", "difference", "lo", "hi", "told_apart"]
+    df = pd.DataFrame([{k: r[k] if k in ("benchmark", "told_apart") else text(r, k)
+                        for k in cols} for r in out["rows"]])
     names = [f"{m} (run {r})" for m, r in zip(out["models"], (out["first"], out["second"]))]
     print_frame(df, title=f"first: {names[0]}; second: {names[1]}; {out['score']}, "
                 f"{out['sign']} ({out['unit']}, 95% interval)", float_format="{:.1f}")

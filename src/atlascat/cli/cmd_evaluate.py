@@ -167,7 +167,8 @@ def _rating_line(row: dict, scale) -> str | None:
     def on(v):
         return score_text(v, scale) if scale is not None else f"{100 * v:.1f}%"
 
-    parts = ([f"observed {on(obs)} (over the {n} items asked)"] if obs is not None else []) + \
+    parts = ([f"observed {on(obs)} (over the {n} items {_scored_word(row)})"]
+             if obs is not None else []) + \
         ([f"model-based {on(mod)} ({model_based_words(False)})"] if mod is not None else [])
     if not parts:
         return None
@@ -374,14 +375,11 @@ def _plan(o: _Options, ref):
             randomesque=o.randomesque, seed=o.seed or 0))
     design = choose_design(ref, o.design)
     if design == "predictor":
-        predictor_only(o)
-        for opt, value in (("--se-method", o.se_method), ("--selection", o.selection),
-                           ("--randomesque", o.randomesque),
-                           ("--estimator", o.estimator)):   # None unless given
-            if value is not None:
-                raise ConfigError(f"{opt} is the adaptive test's; this bank folder's "
-                                  "predictor asks --max-items items of its own design (or "
-                                  "--design adaptive)")
+        predictor_only(o, ((opt, value is not None) for opt, value in (   # None unless given
+            ("--se-method", o.se_method), ("--selection", o.selection),
+            ("--randomesque", o.randomesque), ("--estimator", o.estimator),
+            ("--bound-stop / --no-bound-stop", o.bound_stop),
+            ("--bound-margin", o.bound_margin))))
         return ref, design, run_config(ref, design)   # the predictor's own budget
     given = {k: v for k, v in (("se_method", o.se_method), ("selection", o.selection),
                                ("randomesque", o.randomesque), ("estimator", o.estimator))
@@ -409,6 +407,7 @@ def _start(o: _Options, limiter, hold=None):
 
     names = list(o.llm or [])
     spec = SubjectSpec.parse(o.subject, names[0] if names else None)
+    _check_subject_options(o, spec)
     ref, design, config = _plan(o, None if o.suite else BankRef.from_option(o.bank))
     if len(names) > 1 and design == "suite":
         raise ConfigError("--suite asks one model in one run; give --llm once")
@@ -446,6 +445,22 @@ def _start(o: _Options, limiter, hold=None):
         _say(f"run {job.run_id} started for {job.subject.name}{where} (db {o.db})")
         _twins_note(made[0].store, job.run_id, o.db)
     return made[0]
+
+
+def _check_subject_options(o: _Options, spec) -> None:
+    """An option the subject does not use (``--temperature`` with ``replay:``, ``--device``
+    with ``cmd:``) is an error, not ignored."""
+    from ..errors import ConfigError
+    from ..live.subjects import SETTING_KINDS, SUBJECT_KINDS
+
+    given = dict(device=o.device, chat=o.chat, prompt_style=o.prompt_style,
+                 max_tokens=o.max_tokens, temperature=o.temperature, system=o.system,
+                 max_retries=o.max_retries, backoff=o.backoff, timeout=o.timeout)
+    for key in spec.unused_settings(**given):
+        opt = "--chat / --completion" if key == "chat" else f"--{key.replace('_', '-')}"
+        kinds = ", ".join(SUBJECT_KINDS[k] for k in SETTING_KINDS[key])
+        raise ConfigError(f"{opt} is for {kinds} subjects; --subject {spec.kind}: does not "
+                          "use it: drop it")
 
 
 def _twins_note(store, run_id: str, db) -> None:

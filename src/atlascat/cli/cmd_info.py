@@ -109,7 +109,8 @@ def _count(total: float) -> int | float:
 
 def _describe_ratings(path: Path) -> dict | None:
     """Summary of a matrix of integer ratings (what ``atlas calibrate --model graded|gpcm``
-    reads), or None when the file is not one."""
+    reads), or of scores on another scale than 0-1 (``kind`` "scores": BLEU's 37.2, what
+    ``atlas build-bank --score-range LO HI`` reads), or None when the file is neither."""
     import numpy as np
     import pandas as pd
 
@@ -122,24 +123,26 @@ def _describe_ratings(path: Path) -> dict | None:
         return None
     observed = ~np.isnan(values)
     obs = values[observed]
-    if obs.size == 0 or not np.all(obs == np.round(obs)) or values.shape[0] < 2:
+    if obs.size == 0 or values.shape[0] < 2:
         return None   # not ratings to calibrate (one row: the response reader says why)
+    whole = bool(np.all(obs == np.round(obs)))
     q = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
     with np.errstate(invalid="ignore"):
         means = np.nanmean(np.where(observed, values, np.nan), axis=1)
         item_means = np.nanmean(np.where(observed, values, np.nan), axis=0)
     per_item = [np.unique(values[observed[:, j], j]).size for j in range(values.shape[1])]
     return {
-        "kind": "ratings",
+        "kind": "ratings" if whole else "scores",
         "path": str(path),
         "subjects": int(values.shape[0]),
         "items": int(values.shape[1]),
         "missing_fraction": round(float(1 - observed.mean()), 6),
-        "levels": [float(v) for v in np.unique(obs)],
-        "levels_per_item": {"min": int(min(per_item)), "max": int(max(per_item))},
-        "mean_rating_quantiles": dict(zip(["min", "q05", "q25", "median", "q75", "q95", "max"],
-                                          np.quantile(means[~np.isnan(means)], q)
-                                          .round(4).tolist())),
+        **({"levels": [float(v) for v in np.unique(obs)],
+            "levels_per_item": {"min": int(min(per_item)), "max": int(max(per_item))}}
+           if whole else {"range": [float(obs.min()), float(obs.max())]}),
+        f"mean_{'rating' if whole else 'score'}_quantiles": dict(zip(
+            ["min", "q05", "q25", "median", "q75", "q95", "max"],
+            np.quantile(means[~np.isnan(means)], q).round(4).tolist())),
         "items_per_subject": {"min": int(observed.sum(1).min()),
                               "median": float(np.median(observed.sum(1))),
                               "max": int(observed.sum(1).max())},
@@ -204,7 +207,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             console.print_json(json.dumps(json_safe(summary)))
             return
-        if summary["kind"] in ("responses", "ratings"):
+        if summary["kind"] in ("responses", "ratings", "scores"):
             _print_matrix(path, summary)
         elif summary["kind"] == "suite":
             _print_suite(path, summary)
@@ -258,6 +261,10 @@ def _print_matrix(path: str, summary: dict) -> None:
         console.print(f"[bold]{escape(path)}[/]: ratings matrix (levels {lev[0]:g}-{lev[-1]:g}, "
                       f"{len(lev)} distinct; {summary['levels_per_item']['min']}-"
                       f"{summary['levels_per_item']['max']} per item)")
+    elif summary["kind"] == "scores":
+        lo, hi = summary["range"]
+        console.print(f"[bold]{escape(path)}[/]: response matrix of scores on another scale "
+                      f"than 0-1 ({lo:g} to {hi:g})")
     else:
         console.print(f"[bold]{escape(path)}[/]: response matrix")
     scores = ("" if "binary" not in summary else "   scores: 0/1" if summary["binary"]
@@ -268,7 +275,7 @@ def _print_matrix(path: str, summary: dict) -> None:
     if summary["kind"] == "ratings":
         console.print(f"  mean rating per subject: {_spread(summary['mean_rating_quantiles'])}")
     else:
-        what = "accuracy" if summary["binary"] else "mean score"
+        what = "accuracy" if summary.get("binary") else "mean score"
         console.print(f"  {what} per subject: {_spread(summary['mean_score_quantiles'])}")
     console.print(f"  items per subject: {_spread(summary['items_per_subject'])}")
     if summary["subjects_without_response"] or summary["items_without_response"]:
@@ -280,6 +287,12 @@ def _print_matrix(path: str, summary: dict) -> None:
                       f"{lo} {hi} -o bank.csv (ordinal items), or atlas build-bank {escape(path)} "
                       f"--score-range {lo} {hi} -o bank/ (a score on its scale: from fewer than "
                       "~100 models, the honest full-score prediction)", highlight=False)
+    if summary["kind"] == "scores":    # the metric's scale: 0 100 when the scores fit it
+        lo, hi = summary["range"]
+        scale = "0 100" if 0 <= lo and hi <= 100 else "LO HI"
+        console.print(f"  next: atlas build-bank {escape(path)} --score-range {scale} -o bank/ "
+                      "(the metric's own scale, e.g. 0 100 for BLEU or a percent)",
+                      highlight=False)
 
 
 def print_multidim(path: str, summary: dict) -> None:

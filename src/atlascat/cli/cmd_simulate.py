@@ -380,6 +380,10 @@ def _run(o: _Options, ref, link, config, progress, kwargs):
     answers drawn on a bank file without a link: the plain one, as simulate_adaptive runs it
     (no bank folder or score link code loaded)."""
     batch = o.batch_size or 1
+    if link is None and o.bound_margin is not None:   # as simulate_adaptive refuses it
+        from ..bankdir.adaptive import adaptive_config
+
+        adaptive_config(ref, bound_margin=o.bound_margin)
     if link is None and "responses" not in kwargs:
         from ..cat.answers import simulated_models
         from ..cat.simulate import simulate_cat
@@ -440,7 +444,14 @@ def _replay_predictor(o: _Options, bank: str, folder, out: Path) -> None:
     if o.thetas is not None:
         raise ConfigError("--thetas is the adaptive test's; this bank folder's predictor asks "
                           "--max-items items of its own design (or --design adaptive)")
-    predictor_only(o)
+    predictor_only(o, (("--selection", o.selection != Selection.criterion),
+                       ("--randomesque", o.randomesque is not None),
+                       ("--estimator", o.estimator != Estimation.method),
+                       ("--se-method", o.se_method != Estimation.se_method),
+                       ("--theta0", o.theta0 != Selection.theta0), ("--reference", o.reference),
+                       ("--no-bound-stop", not o.bound_stop),
+                       ("--bound-margin", o.bound_margin is not None),
+                       ("--selected-folder", o.selected_folder)))
     if (o.batch_size or 1) > 1:
         raise ConfigError("--batch-size: atlas simulate replays this bank folder's predictor one "
                           "item at a time (as a live run with --batch-size 1); drop it, or "

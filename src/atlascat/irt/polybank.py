@@ -92,7 +92,7 @@ def _off_scale(value: float, lev, lo: float, hi: float) -> str:
     whole = bool(np.all(lev == np.round(lev)))
     why = (f"is not a whole number on the item's scale {lo:g}-{hi:g}" if whole and lo <= value <= hi
            else f"is outside the item's scale {lo:g}-{hi:g} (a bank's scale is set when it is "
-           "calibrated: --rating-range LO HI, value_range)" if whole
+           "calibrated: value_range (CLI --rating-range LO HI))" if whole
            else f"is not one of the item's levels {_fmt_levels(lev)}")
     return f"{why} (levels observed at calibration: {_fmt_levels(lev)})"
 

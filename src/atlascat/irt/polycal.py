@@ -172,7 +172,8 @@ def _one_level_items(values, item_ids, on_empty: str):
                                 f"{dropped[:3]}); an ordinal item needs at least two")
     if dropped:
         warn_user(f"{len(dropped)} item(s) rated at fewer than two levels (no rating, or the "
-                  f"same from every subject) were left out: {dropped[:10]}")
+                  f"same from every subject) were left out: {', '.join(dropped[:10])}"
+                  + (f", ... ({len(dropped) - 10} more)" if len(dropped) > 10 else ""))
     return ~thin, dropped
 
 

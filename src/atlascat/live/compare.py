@@ -42,7 +42,9 @@ def compare_runs(run_a, run_b, *, db=None, rho: float = 0.0) -> dict:
     when one run was asked approximately and the other not, and with the runs' own prediction
     warnings, which the difference inherits) and ``rows``: ``benchmark``, ``first``,
     ``second``, ``difference``, ``lo``, ``hi``, ``told_apart`` ("yes" / "no": the interval
-    excludes 0), ``score``, ``population``, ``unit``, ``warnings`` (the runs' on that row).
+    excludes 0), ``first_lo``, ``first_hi``, ``second_lo``, ``second_hi`` (each run's own 95%
+    interval, as the run gives it), ``score``, ``population``, ``unit``, ``warnings`` (the
+    runs' on that row).
     Two runs that are one run, that predict no common score, or whose scores of one name are
     not one score (two banks, or one bank folder rebuilt between the runs) raise
     :class:`~atlascat.errors.ConfigError`."""
@@ -161,6 +163,9 @@ def _rows(first, second, rho: float) -> list[dict]:
         k = 1.0 if a.get("scale") else 100.0   # a metric's own scale, or 0-1
         rows.append({"benchmark": bench, "first": k * a["score"], "second": k * b["score"],
                      "difference": k * d["diff"], "lo": k * d["lo"], "hi": k * d["hi"],
+                     # each run's own 95% interval, as its run shows it
+                     "first_lo": k * a["lo"], "first_hi": k * a["hi"],
+                     "second_lo": k * b["lo"], "second_hi": k * b["hi"],
                      "told_apart": "yes" if d["told_apart"] else "no",
                      # a bank folder's score is its own benchmark's, not a leaderboard's
                      "score": score_name({"benchmark": bench, "population": population} | a),

@@ -741,6 +741,9 @@ def render_run_report(store, run_id: str, bank=None, leaderboard=None, *,
         traj = trajectory_svg(answered["theta"].tolist(), answered["se"].tolist())
     headline = f"{summary[0][0]}: {summary[0][1]}"
     shown = {"cat" if suite is None else "suite": cfg, "prompt": prm, "subject": subj}
+    if info["kind"] == "predictor":   # the adaptive test's settings do not apply: its own
+        shown.pop("cat")
+        shown["predictor"] = {"max_items": cfg.get("max_items"), "seed": info["seed"]}
     if by_id or proto != "approximate":  # the chat prompt's settings apply to chat only
         shown.pop("prompt")
     if subj.get("type") in ("simulate", "replay"):  # no endpoint: no endpoint kind

@@ -34,14 +34,19 @@ def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
     item score x (``scores``; ``steps``: the row is one step, its ``score``) as low + (high -
     low) x unless the scale is ``rated`` (ratings are on it already), the means
     (:data:`SCALED_FIELDS`) likewise, ``score_sum`` as the sum of the mapped scores, and
-    ``scale`` added. The store keeps [0, 1]; ``scale`` None: ``row`` as it is."""
+    ``scale`` added; the answers' scores, sum and mean to 15 significant digits (the
+    mapping's float noise dropped: a recorded 58.82 reads 58.82, not 58.820000000000007).
+    The store keeps [0, 1]; ``scale`` None: ``row`` as it is."""
     if scale is None:
         return row
     rated = bool(getattr(scale, "rated", False))
     lo, hi = (float(v) for v in tuple(scale)[:2])
 
-    def on(v):
-        return None if v is None or v != v else lo + (hi - lo) * float(v)
+    def on(v, digits=True):
+        if v is None or v != v:
+            return None
+        x = lo + (hi - lo) * float(v)
+        return _digits(x) if digits else x
 
     out = dict(row)
     if steps:
@@ -49,14 +54,20 @@ def on_metric_scale(row: dict, scale, *, steps: bool = False) -> dict:
             out["score"] = on(row.get("score"))
         return out
     for key in SCALED_FIELDS:
-        if key in out:
-            out[key] = on(out[key])
+        if key in out:   # the model's expectation as computed (the prediction's model part)
+            out[key] = on(out[key], key != "model_based_score")
     if "scores" in out and not rated:
         out["scores"] = [on(v) for v in out["scores"]]
     if out.get("score_sum") is not None and out.get("n_items"):
-        out["score_sum"] = lo * int(out["n_items"]) + (hi - lo) * float(out["score_sum"])
+        out["score_sum"] = _digits(lo * int(out["n_items"])
+                                   + (hi - lo) * float(out["score_sum"]))
     out["scale"] = [lo, hi]
     return out
+
+
+def _digits(x: float) -> float:
+    """``x`` to 15 significant digits (a sum or mean of scores, not its last bits' noise)."""
+    return float(f"{x:.15g}")
 
 
 def stored_scale(bank_ref) -> MetricScale | None:

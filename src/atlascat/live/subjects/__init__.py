@@ -66,8 +66,8 @@ from .itemscored import CommandSubject, RecordedAnswers
 from .replay import ReplaySubject
 from .scripted import (CallableSubject, SimulatedRatings, SimulatedScores, SimulatedSubject,
                        item_uniform)
-from .spec import (HTTP_OPTIONS, SUBJECT_KINDS, SubjectSpec, has_requests, is_ordinal,
-                   parse_theta_spec, subject_from_spec)
+from .spec import (HTTP_OPTIONS, SETTING_KINDS, SUBJECT_KINDS, SubjectSpec, has_requests,
+                   is_ordinal, parse_theta_spec, subject_from_spec)
 
 __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_loglikelihood", "OpenAICompatible", "OpenAICompletionsSubject",
            "NoPromptLogprobsError", "ShiftedPromptLogprobsError", "echo_alignment", "ReplaySubject", "CallableSubject", "SimulatedSubject",
@@ -75,4 +75,4 @@ __all__ = ["Answer", "Subject", "LogLikelihoodSubject", "SubjectError", "is_logl
            "item_uniform", "RETRY_STATUS", "MAX_REPLY_BYTES", "SUBJECT_KINDS", "HTTP_OPTIONS",
            "SubjectSpec", "SimulatedScores", "SimulatedRatings",
            "ItemScoredSubject", "is_item_scored", "CommandSubject", "RecordedAnswers",
-           "has_requests", "is_ordinal"]
+           "has_requests", "is_ordinal", "SETTING_KINDS"]

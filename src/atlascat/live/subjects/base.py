@@ -116,5 +116,6 @@ def reply_records(text: str, who: str, needs: tuple, named: str):
             rec = None
         if not isinstance(rec, dict) or any(k not in rec for k in needs):
             raise LiveRunError(f"{who}: reply line {n} is not a JSON object with {named}: "
-                               f"{line[:120]!r}")
+                               f"{line[:120]!r} (the program's other output, a log or "
+                               "progress line, goes to standard error)")
         yield n, line, rec

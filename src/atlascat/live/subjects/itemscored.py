@@ -273,7 +273,8 @@ class CommandSubject:
                                        f"{self.timeout:g} s (--timeout)") from None
                 if line is None:
                     raise self._failed(f"exited with status {_status(proc)} after scoring "
-                                       f"{len(replies)} of {len(ids)} item(s)")
+                                       f"{len(replies)} of the {len(ids)} item(s) just sent "
+                                       "to it")
                 if line.strip():
                     replies.append(line)
             try:

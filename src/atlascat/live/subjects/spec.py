@@ -18,7 +18,7 @@ from .replay import ReplaySubject, replayed_matrix
 from .scripted import SimulatedRatings, SimulatedScores, SimulatedSubject
 
 __all__ = ["SubjectSpec", "subject_from_spec", "parse_theta_spec", "simulated_answer_seed",
-           "has_requests", "SUBJECT_KINDS", "HTTP_OPTIONS", "is_ordinal"]
+           "has_requests", "SUBJECT_KINDS", "HTTP_OPTIONS", "SETTING_KINDS", "is_ordinal"]
 
 #: every kind of ``--subject`` (and of a stored subject's ``type``), with its usage
 SUBJECT_KINDS = {
@@ -196,6 +196,15 @@ def _asked(bank, settings: dict):
     return items, {**folder_settings(ref), **given}
 
 
+_CHAT = ("openai", "simulate")   # the chat protocol's settings: openai:, and simulate: as it
+#: the subject kinds that use a setting a command may give (``atlas evaluate``'s options); a
+#: setting given for another kind is refused (:meth:`SubjectSpec.unused_settings`), not ignored
+SETTING_KINDS = {"device": ("hf", "lmeval"), "chat": _CHAT, "prompt_style": _CHAT,
+                 "max_tokens": _CHAT, "temperature": _CHAT, "system": _CHAT,
+                 "max_retries": ("openai", "completions"), "backoff": ("openai", "completions"),
+                 "timeout": ("openai", "completions", "cmd")}
+
+
 @dataclass(frozen=True)
 class SubjectSpec:
     """A parsed ``--subject``: ``kind`` (one of :data:`SUBJECT_KINDS`), ``target`` (the text
@@ -257,6 +266,13 @@ class SubjectSpec:
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.target}"
+
+    def unused_settings(self, **given) -> list[str]:
+        """The names among ``given`` (None: not given) of the settings this kind of subject
+        does not use (:data:`SETTING_KINDS`): ``replay:`` with a temperature, ``cmd:`` with a
+        device."""
+        return [k for k, v in given.items()
+                if v is not None and self.kind not in SETTING_KINDS.get(k, (self.kind,))]
 
     def with_model(self, model: str | None) -> "SubjectSpec":
         """The same subject asking ``model`` (checked as :meth:`parse` checks it)."""
