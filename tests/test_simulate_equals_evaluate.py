@@ -35,7 +35,10 @@ SELECTION = {
 KINDS = ("folder", "shipped", "gsm8k", "named-file", "plain-file", "graded")
 #: what an ordinal bank's adaptive test has not: both commands refuse it in one line
 REFUSED = {("graded", "selection-kl"): "'kl' is for binary banks",
-           ("graded", "batch-size"): "asks one item a round"}
+           ("graded", "batch-size"): "asks one item a round",
+           # the score link's floor / top stop: a bank without a link has none to set
+           ("plain-file", "bound-margin"): "no score link",
+           ("graded", "bound-margin"): "no score link"}
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +156,8 @@ def test_the_selection_rules_agree(data, kind, options, tmp_path, capsys):
 
 
 def _refused_by_both(data, kind, options, words, tmp_path, capsys):
-    """What an ordinal bank's adaptive test has not (kl, rounds of items): one line, exit 2,
-    from both commands."""
+    """What an ordinal bank's adaptive test has not (kl, rounds of items) and a bank without a
+    score link has not (its floor / top stop): one line, exit 2, from both commands."""
     _, banks = data
     bank, matrix, models = banks[kind]
     for cmd in (["simulate", str(matrix)],

@@ -272,11 +272,11 @@ def test_predictor_page_settings_are_the_predictors(folder, tmp_path):
 
 
 @pytest.mark.parametrize("command, opt", [("evaluate", ["--bound-margin", "2"]),
-                                          ("simulate", ["--bound-margin", "2"]),
-                                          ("simulate", ["--no-bound-stop"])])
+                                          ("simulate", ["--bound-margin", "2"])])
 def test_a_bank_without_a_score_link_refuses_its_stops(graded, command, opt, tmp_path, capsys):
-    """A judge's graded bank (no score link) took --bound-margin / --no-bound-stop, the score
-    link's floor / top stop, and ignored them."""
+    """A judge's graded bank (no score link) took --bound-margin, the score link's floor / top
+    stop's margin, and ignored it (--no-bound-stop, which turns the stop off, is taken by both
+    commands: tests/test_simulate_equals_evaluate.py)."""
     bank, _ = graded
     ratings = pd.DataFrame([[1, 4, 7, 10, 4, 7]], columns=IDS,
                            index=pd.Index(["r"], name="model"))

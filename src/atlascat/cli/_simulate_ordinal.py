@@ -10,7 +10,6 @@ from ._options import cli_names
 
 
 def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
-    import numpy as np
     import pandas as pd
 
     from ..cat.answers import simulated_models
@@ -52,6 +51,32 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         _write_selected_folder(res, out / "selected_items")
     res.exposure.rename_axis("item_id").reset_index().to_csv(out / "item_exposure.csv",
                                                              index=False)
+    summary = _summary(o, bank, pb, res, config, predicted)
+    few = (summary.get("warnings") or [None])[0]
+    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
+    rows = [("examinees", summary["n_examinees"]),
+            ("items mean", f"{summary['items_mean']:.1f}"),
+            ("SE mean", f"{summary['se_mean']:.3f}"),
+            ("max exposure", f"{summary['exposure_max']:.3f}"),   # as a binary bank's summary
+            predicted_row]
+    if "rmse" in summary:
+        rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
+    print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
+                title=f"atlas simulate ({summary['benchmark']}: {pb.model} bank, "
+                      f"{len(pb)} items)")
+    if few:
+        warn(few)
+    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
+                  f"{'selected_items.csv, ' if o.selected else ''}"
+                  f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
+                  "summary.json)")
+
+
+def _summary(o, bank: str, pb, res, config, predicted: dict) -> dict:
+    """summary.json of an ordinal bank's simulated tests: the figures, the settings, the
+    predicted mean rating's and, with true thetas, the RMSE and correlation."""
+    import numpy as np
+
     p = res.persons
     summary = {"bank": str(bank), "model": pb.model, "n_examinees": int(len(p)),
                "items_mean": float(p.n_items.mean()), "se_mean": float(p.se.mean()),
@@ -72,24 +97,7 @@ def simulate_ordinal_cmd(o, bank: str, out, config, read_thetas) -> None:
         ok = np.isfinite(p.true_theta)
         summary["rmse"] = float(np.sqrt(np.mean((p.theta[ok] - p.true_theta[ok]) ** 2)))
         summary["correlation"] = float(np.corrcoef(p.theta[ok], p.true_theta[ok])[0, 1])
-    few = (summary.get("warnings") or [None])[0]
-    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
-    rows = [("examinees", summary["n_examinees"]),
-            ("items mean", f"{summary['items_mean']:.1f}"),
-            ("SE mean", f"{summary['se_mean']:.3f}"),
-            ("max exposure", f"{summary['exposure_max']:.3f}"),   # as a binary bank's summary
-            predicted_row]
-    if "rmse" in summary:
-        rows.append(("RMSE vs true theta", f"{summary['rmse']:.3f}"))
-    print_frame(pd.DataFrame(rows, columns=["figure", "value"]),
-                title=f"atlas simulate ({summary['benchmark']}: {pb.model} bank, "
-                      f"{len(pb)} items)")
-    if few:
-        warn(few)
-    console.print(f"wrote {escape(str(out))}/ (person_scores.csv, "
-                  f"{'selected_items.csv, ' if o.selected else ''}"
-                  f"{'selected_items/, ' if o.selected_folder else ''}item_exposure.csv, "
-                  "summary.json)")
+    return summary
 
 
 def _predicted_mean_rating(pb, res, bank: str, replayed: bool) -> tuple[dict, tuple[str, str]]:
@@ -128,11 +136,9 @@ def _check_options(o) -> None:
     if o.batch_size is not None and o.batch_size > 1:
         raise ConfigError(f"an ordinal bank's adaptive test asks one item a round; drop "
                           f"--batch-size {o.batch_size}")
-    for opt, given in (("--no-bound-stop", not o.bound_stop),
-                       ("--bound-margin", o.bound_margin is not None)):
-        if given:
-            raise ConfigError(f"{opt} sets a score link's floor / top stop; an ordinal bank has "
-                              "no score link: drop it")
+    if o.bound_margin is not None:     # (--no-bound-stop, which turns it off, is harmless)
+        raise ConfigError("--bound-margin sets a score link's floor / top stop; an ordinal bank "
+                          "has no score link: drop it")
 
 
 def _write_selected_folder(res, folder) -> None:
