@@ -59,13 +59,16 @@ def test_eap_matches_mirt_on_real_data(shared_data, bench):
     rm = ResponseMatrix.read(shared_data / "openllm" / f"tiny_{bench}.csv.gz")
     bank = ItemBank.read(shared_data / "reference" / "mirt_tiny" / f"{bench}_items.csv")
     ref = pd.read_csv(shared_data / "reference" / "mirt_tiny" / f"{bench}_persons.csv")
-    df = ability.estimate_ability(rm, bank, "eap", quadpts=61, theta_range=(-6, 6))
+    # mirt's fscores integrates on its grid alone: quadrature="fixed" is its computation
+    df = ability.estimate_ability(rm, bank, "eap", quadpts=61, theta_range=(-6, 6),
+                                  quadrature="fixed")
     assert len(df) == len(ref) > 3000
     assert np.max(np.abs(df["theta"].to_numpy() - ref["F1"].to_numpy())) <= 1e-3
     assert np.max(np.abs(df["se"].to_numpy() - ref["SE_F1"].to_numpy())) <= 1e-3
     # in fact it is exact up to rounding
     assert np.max(np.abs(df["theta"].to_numpy() - ref["F1"].to_numpy())) < 1e-8
-    theta, se = ability.eap(rm, bank, quadpts=61)   # the reference's grid (the default is 121)
+    # the reference's grid (the default is 121), integrated as mirt does
+    theta, se = ability.eap(rm, bank, quadpts=61, quadrature="fixed")
     np.testing.assert_allclose(theta, df["theta"].to_numpy())
 
 

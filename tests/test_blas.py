@@ -71,6 +71,10 @@ def test_library_entry_points_run_limited(two_threads, monkeypatch):
     monkeypatch.setattr(ability, "bank_estep", spy)
     bank = at.ItemBank([f"i{j}" for j in range(5)], np.ones(5), np.linspace(-1, 1, 5))
     ability.eap(np.ones((2, 5)), bank)
+    # the adaptive default runs the kernel on the grid and on its check grid: each limited
+    assert len(seen) == 2 and set(seen) == {1} and blas_threads() == 2
+    seen.clear()
+    ability.eap(np.ones((2, 5)), bank, quadrature="fixed")
     assert seen == [1] and blas_threads() == 2
 
 

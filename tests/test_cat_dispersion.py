@@ -89,10 +89,12 @@ def test_the_posterior_and_information_are_divided_by_the_dispersion():
     cfg = CATConfig().replace(se_stop=None, max_items=J, quadpts=61, theta_range=(-6, 6),
                               quadrature_rule="rectangle")
     res = simulate_cat(bank, cfg, responses=y, rng=0).persons
-    ref = estimate_ability(y, bank, "eap", quadpts=61, theta_range=(-6, 6))
+    # the CAT's posterior lives on its grid alone: the EAP on that grid (quadrature="fixed")
+    ref = estimate_ability(y, bank, "eap", quadpts=61, theta_range=(-6, 6), quadrature="fixed")
     np.testing.assert_allclose(res.theta, ref.theta, atol=1e-9)
     np.testing.assert_allclose(res.posterior_sd, ref.se, atol=1e-9)
-    plain = estimate_ability(y, without_dispersion(bank), "eap", quadpts=61, theta_range=(-6, 6))
+    plain = estimate_ability(y, without_dispersion(bank), "eap", quadpts=61, theta_range=(-6, 6),
+                             quadrature="fixed")
     assert np.all(ref.se < plain.se * 0.8)
     info_cfg = cfg.replace(se_method="information")
     res = simulate_cat(bank, info_cfg, responses=y, rng=0).persons
@@ -159,7 +161,8 @@ def test_scores_on_a_bank_with_dispersions_divide_every_term(method):
     bank = make_bank(J, 7, phi)
     y = beta_scores(bank.probability(rng.normal(size=30)), phi, rng)
     y[rng.random(y.shape) < 0.2] = np.nan
-    got = estimate_ability(y, bank, method, quadpts=61, theta_range=(-6, 6))
+    # EAP: the formula on the 61-node grid, integrated on that grid alone (quadrature="fixed")
+    got = estimate_ability(y, bank, method, quadpts=61, theta_range=(-6, 6), quadrature="fixed")
     seen, w = ~np.isnan(y), 1.0 / phi
     yv = np.where(seen, y, 0.0)
     a, b = np.asarray(bank.a), np.asarray(bank.b)

@@ -143,7 +143,9 @@ class TestEstimation:
         h = s.history
         y = np.full(len(arc_bank), np.nan)
         y[arc_bank.index_of(h["item_id"])] = h["score"].to_numpy()
-        theta, se = eap(y[None, :], arc_bank, quadpts=config.estimation.quadpts)  # 61 on [-6, 6]
+        # the CAT's grid alone (61 nodes on [-6, 6]): quadrature="fixed", like with like
+        theta, se = eap(y[None, :], arc_bank, quadpts=config.estimation.quadpts,
+                        quadrature="fixed")
         assert s.theta == pytest.approx(theta[0], abs=1e-12)
         assert s.se == pytest.approx(se[0], abs=1e-12)
 
@@ -172,7 +174,8 @@ class TestEstimation:
         s2.record("514", 0.25)
         y = np.full(len(arc_bank), np.nan)
         y[arc_bank.index_of(["514"])[0]] = 0.25
-        theta, se = eap(y[None, :], arc_bank, quadpts=CATConfig().estimation.quadpts)
+        theta, se = eap(y[None, :], arc_bank, quadpts=CATConfig().estimation.quadpts,
+                        quadrature="fixed")   # the CAT's grid alone
         assert s1.theta == pytest.approx(theta[0], abs=1e-12)
         assert s2.se == pytest.approx(se[0], abs=1e-12)
 

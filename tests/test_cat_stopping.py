@@ -98,11 +98,12 @@ def test_cost_aware_posterior_se_is_preposterior(bank):
         y[bank.index_of(adm)] = hist.loc[adm, "score"].to_numpy()
         p1 = 0.0
         out = 0.0
-        post_theta, _ = eap(y[None], bank, quadpts=config.estimation.quadpts)
+        # the CAT's preposterior SD on its own grid alone: quadrature="fixed", like with like
+        post_theta, _ = eap(y[None], bank, quadpts=config.estimation.quadpts, quadrature="fixed")
         for score in (1.0, 0.0):
             y2 = y.copy()
             y2[j] = score
-            _, sd = eap(y2[None], bank, quadpts=config.estimation.quadpts)
+            _, sd = eap(y2[None], bank, quadpts=config.estimation.quadpts, quadrature="fixed")
             # P(y_j = 1 | answers) = posterior mean of P_j(theta)
             from atlascat.irt.ability import grid_posterior
             from atlascat.irt.quadrature import normal_quadrature

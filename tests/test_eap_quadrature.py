@@ -1,6 +1,7 @@
-"""EAP ``quadrature="adaptive"`` (atlascat.irt.adaptquad; ``atlas score --quadrature``): the
-integral to 1e-5 where mirt's 121-node grid is percents off (short answer sets of a shipped
-bank's steep items), and the grid's numbers bit for bit where it resolves the posterior."""
+"""EAP ``quadrature="adaptive"``, the default (atlascat.irt.adaptquad; ``atlas score
+--quadrature``): the integral to 1e-5 where mirt's 121-node grid ("fixed") is percents off
+(short answer sets of a shipped bank's steep items), and the grid's numbers bit for bit where it
+resolves the posterior."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,8 +51,9 @@ def steep():
 def test_adaptive_is_the_integral_where_the_fixed_grid_is_off(steep):
     bank, y = steep
     t_ref, s_ref = _dense(y, bank)
-    t_fix, s_fix = eap(y, bank)                          # default: mirt's 121-node grid
-    t_ad, s_ad = eap(y, bank, quadrature="adaptive")
+    t_fix, s_fix = eap(y, bank, quadrature="fixed")      # mirt's 121-node grid alone
+    t_ad, s_ad = eap(y, bank)                            # the default: adaptive
+    np.testing.assert_array_equal(t_ad, eap(y, bank, quadrature="adaptive")[0])
     assert np.max(np.abs(s_fix / s_ref - 1)) > 0.01      # the defect: SDs percents off
     assert np.max(np.abs(t_fix - t_ref)) > 0.005
     assert np.max(np.abs(s_ad / s_ref - 1)) < 1e-4
@@ -106,15 +108,15 @@ def _steep_ordinal():
 def test_ordinal_banks_refine_too():
     bank, codes = _steep_ordinal()
     t_ref, s_ref = eap_codes(codes, bank.models, bank.params, 10001)
-    t_fix, s_fix, _, _ = score_ordinal(codes, bank, "eap")
-    t_ad, s_ad, _, _ = score_ordinal(codes, bank, "eap", quadrature="adaptive")
+    t_fix, s_fix, _, _ = score_ordinal(codes, bank, "eap", quadrature="fixed")
+    t_ad, s_ad, _, _ = score_ordinal(codes, bank, "eap")          # the default: adaptive
     assert np.max(np.abs(s_fix / s_ref - 1)) > 0.01
     assert np.max(np.abs(s_ad / s_ref - 1)) < 1e-4 and np.max(np.abs(t_ad - t_ref)) < 1e-4
     # the Science graded fit (4 items, slopes near 1): the grid's numbers, bit for bit
     sci = PolyBank.read(DATA / "science_graded_items.csv")
     ratings = pd.read_csv(DATA / "science.csv", index_col=0)
-    a = estimate_ability(ratings, sci, "eap", quadrature="adaptive")
-    b = estimate_ability(ratings, sci, "eap")
+    a = estimate_ability(ratings, sci, "eap")
+    b = estimate_ability(ratings, sci, "eap", quadrature="fixed")
     np.testing.assert_array_equal(a["se"], b["se"])
 
 
@@ -144,15 +146,21 @@ def test_atlas_score_quadrature_option(steep, tmp_path, capsys):
         theta, se = eap(sub, bank, quadrature=quad)
         np.testing.assert_allclose(got["theta"], theta, atol=1e-8)   # the CSV's 8 digits
         np.testing.assert_allclose(got["se"], se, atol=1e-8)
-    default = pd.read_csv(tmp_path / "fixed.csv")
+    default = pd.read_csv(tmp_path / "adaptive.csv")
     assert main(["score", str(resp), "--bank", "mmlu", "-q", "-o", str(tmp_path / "d.csv")]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "d.csv"), default)
+    assert not pd.read_csv(tmp_path / "fixed.csv")["se"].equals(default["se"])
     capsys.readouterr()
     assert main(["score", str(resp), "--bank", "mmlu", "--quadrature", "gauss"]) == 2
-    assert main(["score", str(resp), "--bank", "mmlu", "--quadrature", "adaptive",
-                 "-m", "wle"]) == 2
-    err = capsys.readouterr().err
-    assert "--quadrature" in err and "wle" in err
+    for quad in ("adaptive", "fixed"):   # an explicit --quadrature with a method that has none
+        assert main(["score", str(resp), "--bank", "mmlu", "--quadrature", quad,
+                     "-m", "wle"]) == 2
+        err = capsys.readouterr().err
+        assert "--quadrature" in err and "wle" in err
+    # not given: the default, which ML / MAP / WLE have no use for, is no refusal
+    for method in ("wle", "map", "ml"):
+        assert main(["score", str(resp), "--bank", "mmlu", "-m", method, "-q", "-o",
+                     str(tmp_path / f"{method}.csv")]) == 0
 
 
 def test_adaptive_on_a_device_and_on_resident_scores(steep):
@@ -179,11 +187,57 @@ def test_atlas_score_quadrature_on_ordinal_and_multidimensional_banks(tmp_path, 
     back = PolyBank.read(bpath)
     want, _, _, _ = score_ordinal(back.encode(ratings.to_numpy()), back, "eap",
                                   quadrature="adaptive")
-    fixed, _, _, _ = score_ordinal(back.encode(ratings.to_numpy()), back, "eap")
+    fixed, _, _, _ = score_ordinal(back.encode(ratings.to_numpy()), back, "eap",
+                                   quadrature="fixed")
     np.testing.assert_allclose(pd.read_csv(out)["theta"], want, atol=1e-8)
     assert np.max(np.abs(want - fixed)) > 1e-4
+    assert main(["score", str(tmp_path / "ratings.csv"), "--bank", str(bpath), "-q", "-o",
+                 str(tmp_path / "d.csv")]) == 0                     # the default: adaptive
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "d.csv")["theta"], want, atol=1e-8)
+    assert main(["score", str(tmp_path / "ratings.csv"), "--bank", str(bpath), "--quadrature",
+                 "fixed", "-q", "-o", str(out)]) == 0
+    np.testing.assert_allclose(pd.read_csv(out)["theta"], fixed, atol=1e-8)
     mdim = Path(__file__).parent / "data" / "mirt_mdscore"
     capsys.readouterr()
-    assert main(["score", str(mdim / "corr2f_missing.csv"), "--bank", str(mdim / "corr2f_bank.csv"),
-                 "--quadrature", "adaptive"]) == 2
-    assert "--quadrature" in capsys.readouterr().err
+    for quad in ("adaptive", "fixed"):   # its EAP keeps its own grid: an explicit one refused
+        assert main(["score", str(mdim / "corr2f_missing.csv"), "--bank",
+                     str(mdim / "corr2f_bank.csv"), "--quadrature", quad]) == 2
+        assert "--quadrature" in capsys.readouterr().err
+    assert main(["score", str(mdim / "corr2f_missing.csv"), "--bank",
+                 str(mdim / "corr2f_bank.csv"), "-q", "-o", str(tmp_path / "md.csv")]) == 0
+
+
+def test_a_calibration_carries_the_default_scores():
+    """The scores a calibration result carries (one group or several, binary or ordinal) are
+    eap's / atlas score's with the default quadrature on the written bank, refined where the
+    grid does not resolve the posterior (steep items, few answers each)."""
+    from atlascat.irt.calibrate import calibrate
+    from atlascat.irt.groupscore import score_groups
+
+    rng = np.random.default_rng(11)
+    m, n = 12, 800
+    truth = ItemBank([f"i{j}" for j in range(m)], np.full(m, 6.0), np.linspace(-2, 2, m))
+    theta = rng.normal(size=n)
+    y = (rng.random((n, m)) < truth.probability(theta)).astype(float)
+    y[rng.random(y.shape) < 0.6] = np.nan
+    y[:, 0] = np.where(np.isnan(y).all(1), 1.0, y[:, 0])
+    answers = pd.DataFrame(y, columns=list(truth.item_ids),
+                           index=pd.Index([f"s{i}" for i in range(n)], name="subject"))
+    res = calibrate(answers, "2pl", prior_a=None, check_dimensions=False)
+    want, se = eap(answers, res.bank)
+    np.testing.assert_array_equal(res.theta, want)
+    np.testing.assert_array_equal(res.theta_se, se)
+    assert np.max(np.abs(eap(answers, res.bank, quadrature="fixed")[1] - se)) > 1e-4
+    groups = pd.Series(np.where(np.arange(n) % 2 == 0, "A", "B"), index=answers.index)
+    res = calibrate(answers, "2pl", prior_a=None, groups=groups, check_dimensions=False)
+    again = score_groups(answers, res.bank, groups, res)
+    np.testing.assert_array_equal(res.theta, again["theta"])
+    fixed = score_groups(answers, res.bank, groups, res, quadrature="fixed")
+    assert np.max(np.abs(fixed["se"] - res.theta_se)) > 1e-4
+    bank, codes = _steep_ordinal()
+    ratings = pd.DataFrame(codes, columns=list(bank.item_ids),
+                           index=pd.Index([f"m{i}" for i in range(len(codes))], name="model"))
+    res = calibrate(ratings, model="graded")
+    np.testing.assert_array_equal(res.theta, estimate_ability(ratings, res.bank)["theta"])
+    fixed = estimate_ability(ratings, res.bank, quadrature="fixed")
+    assert np.max(np.abs(fixed["se"] - res.theta_se)) > 1e-4

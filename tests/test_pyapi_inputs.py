@@ -190,10 +190,10 @@ def test_live_run_from_python(tmp_path):
     live.close()                                        # the store it opened from the path
     stored = RunResult.from_store(str(store), run_id)   # a path, as the docstring says
     assert (stored.theta, stored.n_items) == (row["theta"], row["n_items"])
-    # the run's EAP is on the adaptive test's grid (CATConfig.quadpts, 61 nodes), not
-    # estimate_ability's default (mirt's fscores, 121)
+    # the run's EAP is on the adaptive test's grid alone (CATConfig.quadpts, 61 nodes), not
+    # estimate_ability's default (121 nodes, refined where they do not resolve the posterior)
     eap = at.estimate_ability(dict(zip(stored.items, stored.scores)), bank,
-                              quadpts=at.CATConfig().estimation.quadpts)
+                              quadpts=at.CATConfig().estimation.quadpts, quadrature="fixed")
     assert eap["theta"][0] == pytest.approx(stored.theta, abs=1e-10)
     with pytest.raises(ConfigError, match="score_range must be two numbers"):
         read_sample_logs(tmp_path, score_range="0-100")

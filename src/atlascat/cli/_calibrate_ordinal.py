@@ -145,7 +145,7 @@ def read_bank_and_ratings(bank, responses, freq_column, normalize_ids: bool):
 
 def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prior_mean: float,
                       prior_sd: float, quadpts: int, extra_items: str,
-                      quadrature: str = "fixed",
+                      quadrature: str | None = None,
                       normalize_ids: bool = False, binary_only: dict | None = None,
                       grouping: dict | None = None) -> None:
     """``atlas score RATINGS --bank ORDINAL_BANK``: theta and SE of every subject, the mean
@@ -163,7 +163,10 @@ def score_ordinal_cmd(responses, bank, method: str, output, *, freq_column, prio
         raise ConfigError(f"{', '.join(given)}: binary banks only; drop for an ordinal bank")
 
     from ..irt.ability import estimate_ability
+    from ..irt.defaults import SCORE_QUADRATURE
     from ._common import err_console, print_frame, se_line, warn
+
+    quadrature = quadrature or SCORE_QUADRATURE     # None: the default
 
     bk, frame, weights = read_bank_and_ratings(bank, responses, freq_column, normalize_ids)
     if method in ("eap", "map"):   # ML and WLE take no prior

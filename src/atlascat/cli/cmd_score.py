@@ -17,10 +17,11 @@ METHODS = ("eap", "wle", "map", "ml")
 _QUADPTS = typer.Option(SCORE_QUADPTS, "--quadpts",
     help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (a "
          "multidimensional bank: per dimension, unless set mirt's fscores' 61 for 2, 31 for 3).")
-_QUADRATURE = typer.Option(SCORE_QUADRATURE, "--quadrature", metavar="fixed|adaptive",
-    help="EAP integration: fixed (the --quadpts grid alone, mirt's fscores) or adaptive (the "
-         "grid where it resolves the posterior; an 8 times finer one where not: short answer "
-         "sets of steep items).")
+_QUADRATURE = typer.Option(None, "--quadrature", metavar="adaptive|fixed",
+    help=f"EAP integration (default {SCORE_QUADRATURE}): adaptive (the --quadpts grid where it "
+         "resolves the posterior; an 8 times finer one where not: short answer sets of steep "
+         "items) or fixed (the grid alone, mirt's fscores). A multidimensional bank's EAP "
+         "keeps its own grid (--quadpts).")
 _CALIBRATION = typer.Option(None, "--calibration",
     help="Full responses of calibration models (file or bundled name): estimate the gp-IRT "
          "lambda from them (instead of --lambda).")
@@ -142,7 +143,7 @@ def score_command(
     rm, factors, n_form = _form_factors(form, ref, rm)
     answers, (rm, bk) = rm, align_items(rm, bk, extra_items, known=_dropped(ref))
     df = _scores(rm, bk, method.lower(), grouping, prior_mean=prior_mean, prior_sd=prior_sd,
-                 quadpts=quadpts, device=device, quadrature=quadrature)
+                 quadpts=quadpts, device=device, quadrature=quadrature or SCORE_QUADRATURE)
     if reconstruct != "none":
         lam = lam if lam is not None or reconstruct == "pirt" else _estimated_lambda(
             calibration, rm, bk, normalize_ids=normalize_ids, seed=seed)
@@ -176,7 +177,7 @@ def _other_bank(o: dict) -> bool:
         score_ordinal_cmd(o["responses"], o["bank"], o["method"].lower(), o["output"],
                           freq_column=o["freq_column"], prior_mean=o["prior_mean"],
                           prior_sd=o["prior_sd"], quadpts=o["quadpts"],
-                          quadrature=o["quadrature"],
+                          quadrature=o["quadrature"] or SCORE_QUADRATURE,
                           extra_items=o["extra_items"], normalize_ids=o["normalize_ids"],
                           binary_only=binary_only, grouping=_grouping(
                               o["groups"], o["summary"], o["method"].lower(), o["prior_mean"],
@@ -194,7 +195,7 @@ def _other_bank(o: dict) -> bool:
                    quadpts=None if o["quadpts"] == SCORE_QUADPTS else o["quadpts"],
                    rotate=o["rotate"], extra_items=o["extra_items"], unsupported={
                        **binary_only, "--prior-mean": o["prior_mean"] != 0.0,
-                       "--quadrature": o["quadrature"] != "fixed",
+                       "--quadrature": o["quadrature"] is not None,
                        "--prior-sd": o["prior_sd"] != 1.0, "--seed": o["seed"] != 0})
     return True
 
@@ -284,14 +285,17 @@ def _check_options(method, reconstruct, extra_items, prior_mean, prior_sd, lam, 
     check_seed(seed)
 
 
-def _check_quadrature(quadrature: str, method: str) -> str:
-    """--quadrature checked (a one-line error for another name, or one set away from its
-    default with a method other than EAP, which integrates nothing)."""
+def _check_quadrature(quadrature, method: str):
+    """--quadrature checked: its name, None when not given (the default, SCORE_QUADRATURE); a
+    one-line error for another name, or for one given with a method other than EAP, which
+    integrates nothing."""
     from ..errors import ConfigError
     from ..irt.adaptquad import check_quadrature
 
+    if quadrature is None:
+        return None
     quadrature = check_quadrature(quadrature)
-    if quadrature != SCORE_QUADRATURE and method.lower() != "eap":
+    if method.lower() != "eap":
         raise ConfigError(f"--quadrature {quadrature} sets how the EAP integrates; --method "
                           f"{method.lower()} integrates nothing: drop --quadrature")
     return quadrature

@@ -122,12 +122,15 @@ def eap(responses, bank: ItemBank, *, quadpts: int = SCORE_QUADPTS, theta_range=
                       quadrature=check_quadrature(quadrature))
 
 
-def fscores(y: np.ndarray, bank: ItemBank, *, device="cpu", memory_limit=None):
-    """(theta, se): EAP scores of ``y`` (subjects x the bank's items, NaN = missing) as mirt's
-    ``fscores`` and :func:`eap` give them by default (N(0, 1), 121 nodes on [-6, 6]; float64
-    on ``device``): the scores a calibration result carries, whatever grid the fit used."""
+def fscores(y: np.ndarray, bank: ItemBank, *, device="cpu", memory_limit=None,
+            quadrature: str = SCORE_QUADRATURE):
+    """(theta, se): EAP scores of ``y`` (subjects x the bank's items, NaN = missing) as
+    :func:`eap` and ``atlas score`` give them by default (N(0, 1), 121 nodes on [-6, 6], the
+    default ``quadrature``; "fixed": mirt's ``fscores``; float64 on ``device``): the scores a
+    calibration result carries, whatever grid the fit used."""
     return _eap_array(np.asarray(y, dtype=float), bank, SCORE_QUADPTS, THETA_RANGE, 0.0, 1.0,
-                      device=device, memory_limit=memory_limit)
+                      device=device, memory_limit=memory_limit,
+                      quadrature=check_quadrature(quadrature))
 
 
 def _resident_scores(y, bank: ItemBank):
@@ -145,7 +148,7 @@ def _resident_scores(y, bank: ItemBank):
 
 
 def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="cpu",
-               dtype="float64", memory_limit=None, quadrature="fixed"):
+               dtype="float64", memory_limit=None, quadrature=SCORE_QUADRATURE):
     """:func:`eap` on scores already in the bank's item order (checked settings)."""
     if dtype not in ("float32", "float64"):
         raise ConfigError(f"dtype must be 'float32' or 'float64', got {dtype!r}")

@@ -481,8 +481,8 @@ class Calibrator:
             result.filter_report = report
             result.settings = settings
         if result.groups is None:   # a group's subjects are scored under its own prior
-            # the subjects' scores as mirt's fscores and atlas score give them on the bank
-            # (EAP, N(0, 1), 121 nodes on [-6, 6]); the fit's own grid is the EM's only
+            # the subjects' scores as atlas score gives them on the bank (EAP, N(0, 1), 121
+            # nodes on [-6, 6], its default quadrature); the fit's own grid is the EM's only
             from .ability import fscores
 
             result.theta, result.theta_se = fscores(values, result.bank, device=self.device,

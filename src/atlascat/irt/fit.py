@@ -695,7 +695,7 @@ def person_fit(responses, bank: ItemBank, *, method: str = "wle", theta=None,
     lz* = (W + c_n r_0) / sqrt(sum_j (w_j - c_n r_j)^2 P_j Q_j), c_n = sum P_j' w_j / sum P_j' r_j,
     r_j = P_j'/(P_j Q_j) and r_0 the estimator's own term: 0 (ML), J/(2I) (WLE),
     -(theta - mu)/sigma^2 (MAP). Small values signal misfit: ``p_lz_star`` = Phi(lz*), lower tail.
-    ``"eap"``: mirt's ``personfit(mod)`` (its Zh is lz) at fscores' EAP; lz* NaN (no equation).
+    ``"eap"``: mirt's ``personfit(mod)`` (Zh is lz) at estimate_ability's EAP; lz* NaN.
 
     ``theta`` may be given (then lz* assumes ``method``'s estimating equation). Subjects with
     infinite ML theta (perfect/zero patterns) get NaN (the statistics are undefined there).

@@ -238,9 +238,9 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
                  *, start=None, counts=None, se=False, se_callback=None, **result_fields):
     """A :class:`atlascat.irt.result.CalibrationResult` of :func:`fit_groups` (the bank on the
     reference group's N(0, 1) scale, the subjects' EAPs on it too, ``groups`` the groups'
-    means and SDs from :func:`group_summary`; the subjects' EAPs as mirt's ``fscores``, each
-    under its group's prior, :func:`atlascat.irt.groupscore.eap_by_prior`); ``result_fields``:
-    its other fields.
+    means and SDs from :func:`group_summary`; the subjects' EAPs as ``atlas score --groups``,
+    each under its group's prior, :func:`atlascat.irt.groupscore.eap_by_prior`);
+    ``result_fields``: its other fields.
     ``se``: with the standard errors (:mod:`atlascat.irt.groupse`) in ``se`` and each
     group's ``mean_se``, ``var``, ``var_se``, ``sd_se`` in ``groups``."""
     from .itemmodel import to_bank
@@ -262,8 +262,8 @@ def group_result(values, w, item_model, item_ids, model, groups: GroupLabels, em
         ses = group_standard_errors(values, w, fit, item_model, groups.index, groups.labels,
                                     item_ids=item_ids, model=model, progress=se_callback)
         add_group_errors(summary, ses)
-    # the subjects' scores as mirt's fscores on the fit gives them (and atlas score --groups):
-    # EAP under each one's group prior on the bank's scale, 121 nodes on [-6, 6]
+    # the subjects' scores as atlas score --groups gives them (mirt's fscores on the fit with
+    # --quadrature fixed): EAP under each one's group prior, 121 nodes on [-6, 6]
     mean, sd = (np.array([g[k] for g in summary["groups"]])[groups.index] for k in ("mean", "sd"))
     theta, theta_se = eap_by_prior(values, bank, mean, sd, device=em_settings.get("device", "cpu"),
                                    memory_limit=em_settings.get("memory_limit"))

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .defaults import SCORE_QUADPTS, THETA_RANGE
+from .defaults import SCORE_QUADPTS, SCORE_QUADRATURE, THETA_RANGE
 # the groups' priors, as a fit's summary or its bank records them (light, with the groups)
 from .grouplabels import (GROUP_PRIORS_COLUMN, bank_group_priors, check_bank_priors,
                           fitted_model, group_priors, with_group_priors)
@@ -69,18 +69,22 @@ def _distinct_priors(prior_mean, prior_sd, n: int):
 
 
 def eap_by_prior(y, bank, prior_mean, prior_sd, *, quadpts: int = SCORE_QUADPTS,
-                 theta_range=THETA_RANGE, device="cpu", memory_limit=None):
+                 theta_range=THETA_RANGE, device="cpu", memory_limit=None,
+                 quadrature: str = SCORE_QUADRATURE):
     """(theta, se): the EAPs of ``y`` (subjects x the bank's items, NaN = missing) with
     subject i's prior N(prior_mean[i], prior_sd[i]^2), as :func:`atlascat.irt.ability.fscores`
-    (float64 on ``device``; ``memory_limit`` bytes of device memory) one call per distinct
-    prior: the scores a multiple-group calibration result carries."""
+    (float64 on ``device``; ``memory_limit`` bytes of device memory; ``quadrature`` as
+    :func:`atlascat.irt.ability.eap`'s) one call per distinct prior: the scores a
+    multiple-group calibration result carries."""
+    from .adaptquad import check_quadrature
     from .ability import _eap_array
 
     y = np.asarray(y, dtype=float)
     theta, se = np.empty(y.shape[0]), np.empty(y.shape[0])
     for m, s, rows in _distinct_priors(prior_mean, prior_sd, y.shape[0]):
         theta[rows], se[rows] = _eap_array(y[rows], bank, quadpts, theta_range, m, s,
-                                           device=device, memory_limit=memory_limit)
+                                           device=device, memory_limit=memory_limit,
+                                           quadrature=check_quadrature(quadrature))
     return theta, se
 
 

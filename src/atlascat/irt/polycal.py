@@ -18,8 +18,8 @@ import pandas as pd
 from ..errors import ConfigError, ResponseDataError, warn_user
 from . import polytomous as poly
 from .defaults import (MAX_ITER, MIN_MINORITY, PREDICTION_MIN_SOURCES, QUADPTS,
-                       SCORE_QUADPTS, SUBJECTS_PER_PARAMETER, THETA_RANGE, TOL,
-                       IdentificationWarning)
+                       SCORE_QUADPTS, SCORE_QUADRATURE, SUBJECTS_PER_PARAMETER, THETA_RANGE,
+                       TOL, IdentificationWarning)
 from .polybank import PolyBank
 from .polyfit import eap_codes, encode, fit_ordinal
 from .priors import parse_prior
@@ -221,8 +221,8 @@ def _grouping(groups, reference_group, subject_ids):
 
 def _group_fields(result, grouping, fit, weights, codes) -> None:
     """A multiple-group fit's ``groups`` (:func:`atlascat.irt.groups.group_summary`), its
-    parameter count (each other group's mean and variance) and the subjects' EAPs as mirt's
-    ``fscores`` gives them, each under its group's prior on the bank's grid of 121 nodes. A
+    parameter count (each other group's mean and variance) and the subjects' EAPs as ``atlas
+    score`` gives them, each under its group's prior on the bank's grid of 121 nodes. A
     partial credit fit's groups are on the bank's scale, its reference group's N(0, 1): the
     means divided by the reference's SD, the variances by its variance (as a Rasch fit's)."""
     from .grouplabels import group_summary
@@ -238,7 +238,7 @@ def _group_fields(result, grouping, fit, weights, codes) -> None:
         r = grouping.index == g
         result.theta[r], result.theta_se[r] = eap_codes(
             codes[r], bank.models, bank.params, SCORE_QUADPTS, prior_mean=row["mean"],
-            prior_sd=row["sd"])
+            prior_sd=row["sd"], quadrature=SCORE_QUADRATURE)
 
 
 def _check_em_settings(max_iter, tol) -> None:
@@ -374,12 +374,12 @@ def calibrate_ordinal(responses, model: str = "graded", *, weights=None, prior_a
         n_observations=float(len(sids) if w is None else np.sum(w)), latent_variance=var,
         dropped_items=dropped,
         n_parameters=int(np.sum(data.n_cat - 1)) + 1 if pcm else None)
-    # the subjects' scores as mirt's fscores and atlas score give them on the written bank
-    # (EAP, N(0, 1), 121 nodes on [-6, 6]; each under its group's prior with groups); the
+    # the subjects' scores as atlas score gives them on the written bank (EAP, N(0, 1), 121
+    # nodes on [-6, 6], its default quadrature; each under its group's prior with groups); the
     # fit's own grid (quadpts) is the EM's only
     if grouping is None:
         result.theta, result.theta_se = eap_codes(data.codes, bank.models, bank.params,
-                                                  SCORE_QUADPTS)
+                                                  SCORE_QUADPTS, quadrature=SCORE_QUADRATURE)
     else:
         _group_fields(result, grouping, fit, w, data.codes)
     from .dimensionality import record

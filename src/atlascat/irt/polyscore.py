@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import polytomous as poly
-from .adaptquad import check_quadrature, coarse_points, refined_points, unresolved
+from .adaptquad import check_quadrature
 from .defaults import PREDICTION_PRIOR_SD, SCORE_QUADPTS, SCORE_QUADRATURE, THETA_RANGE
 from .polybank import PolyBank
 from .polyfit import eap_codes, indicators
@@ -150,23 +150,6 @@ def _info_terms(codes, bank: PolyBank, theta):
     return np.sum(np.where(obs, i_jn, 0.0), 1), np.sum(np.where(obs, j_jn, 0.0), 1)
 
 
-def _adaptive_eap(codes, bank: PolyBank, th, se, quadpts, theta_range, prior_mean, prior_sd):
-    """The fixed grid's EAP ``th``, ``se`` where the half grid agrees, a grid 8 times finer
-    elsewhere (:mod:`atlascat.irt.adaptquad`)."""
-    th_c, se_c = eap_codes(codes, bank.models, bank.params, coarse_points(quadpts), theta_range,
-                           prior_mean, prior_sd)
-    rows = np.flatnonzero(unresolved(th, se, th_c, se_c))
-    if rows.size == 0:
-        return th, se
-    th, se = th.copy(), se.copy()
-    step = max(1, (1 << 24) // (refined_points(quadpts) * bank.params.shape[1] * len(bank)))
-    for start in range(0, rows.size, step):       # blocks of subjects bound the work arrays
-        r = rows[start:start + step]
-        th[r], se[r] = eap_codes(codes[r], bank.models, bank.params, refined_points(quadpts),
-                                 theta_range, prior_mean, prior_sd)
-    return th, se
-
-
 def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: float = 0.0,
                   prior_sd: float = 1.0, quadpts: int = SCORE_QUADPTS, theta_range=THETA_RANGE,
                   bounds=(-10.0, 10.0), newton: int = 30, quadrature: str = SCORE_QUADRATURE):
@@ -181,10 +164,7 @@ def score_ordinal(codes, bank: PolyBank, method: str = "eap", *, prior_mean: flo
     n_obs = obs.sum(axis=1)
     if method == "eap":
         th, se = eap_codes(codes, bank.models, bank.params, quadpts, theta_range, prior_mean,
-                           prior_sd)
-        if quadrature == "adaptive":
-            th, se = _adaptive_eap(codes, bank, th, se, quadpts, theta_range, prior_mean,
-                                   prior_sd)
+                           prior_sd, quadrature=quadrature)
         flag = np.where(n_obs == 0, "no_items", "ok").astype(object)
         return th, se, n_obs, flag
     kmax = bank.params.shape[1]
