@@ -131,7 +131,7 @@ def test_calibration_page_shows_the_graded_banks_first_row(tmp_path, monkeypatch
                 and 'to_csv("ratings.csv")' in b.text)
     monkeypatch.chdir(tmp_path)
     exec(compile(make.text, make.where, "exec"), {"__name__": "__main__"})
-    header, row = indented_block_after("calibration.md", "is nested in `gpcm`. Columns:").split()
+    header, row = indented_block_after("calibration.md", "is nested in `gpcm`. Columns, each category's level:").split()
     assert main(["calibrate", "ratings.csv", "--model", "graded", "--se", "--format", "mirt",
                  "-o", "graded.csv", "-q"]) == 0
     lines = (tmp_path / "graded.csv").read_text().splitlines()

@@ -46,8 +46,9 @@ def test_phase_timers_count_every_em_phase_and_restore(gpu_bench):
     # every E-step of the loop, plus the final scoring pass
     assert ph["E-step (incl. the final scoring pass)"][1] == r["iterations"] + 1
     assert 1 <= ph["M-step"][1] <= r["iterations"]
-    # the EM's data, then the result's scores on fscores' 121-node grid (ability.fscores)
-    assert ph["data to the device (DeviceData.build)"][1] == 2
+    # the EM's data, then the result's scores on fscores' 121-node grid (ability.fscores) and,
+    # for the subjects that grid does not resolve, once more on one 8 times finer (adaptquad)
+    assert ph["data to the device (DeviceData.build)"][1] in (2, 3)
     text = calib.phase_report("test", ph, r)
     assert "| M-step |" in text and "| before the EM" in text
     assert (em.estep, em.mstep, em.DeviceData.build, mstep.EARLY_EXIT) == before

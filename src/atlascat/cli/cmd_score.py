@@ -18,10 +18,10 @@ _QUADPTS = typer.Option(SCORE_QUADPTS, "--quadpts",
     help=f"EAP quadrature nodes on [{THETA_RANGE[0]:g}, {THETA_RANGE[1]:g}] (a "
          "multidimensional bank: per dimension, unless set mirt's fscores' 61 for 2, 31 for 3).")
 _QUADRATURE = typer.Option(None, "--quadrature", metavar="adaptive|fixed",
-    help=f"EAP integration (default {SCORE_QUADRATURE}): adaptive (the --quadpts grid where it "
-         "resolves the posterior; an 8 times finer one where not: short answer sets of steep "
-         "items) or fixed (the grid alone, mirt's fscores). A multidimensional bank's EAP "
-         "keeps its own grid (--quadpts).")
+    help="EAP integration: adaptive (the --quadpts grid where it resolves the posterior; an "
+         "8 times finer one where not: short answer sets of steep items) or fixed (the grid "
+         "alone, mirt's fscores). A multidimensional bank's EAP keeps its own grid (--quadpts). "
+         f"[default: {SCORE_QUADRATURE}]")
 _CALIBRATION = typer.Option(None, "--calibration",
     help="Full responses of calibration models (file or bundled name): estimate the gp-IRT "
          "lambda from them (instead of --lambda).")
