@@ -55,7 +55,7 @@ from .._blas import with_small_products
 from ..errors import ConfigError, ResponseDataError
 from . import arrays, models
 from .abilityresult import AbilityResult, finish
-from .adaptquad import check_quadrature, coarse_points, refined_points, unresolved
+from .adaptquad import check_quadrature, refine
 from .bank import ItemBank
 from .devicesolve import estimating_function, search_grid, solve_on_device
 from .estep import bank_estep
@@ -158,19 +158,17 @@ def _eap_array(y, bank, quadpts, theta_range, prior_mean, prior_sd, *, device="c
                     item_scale=w)
     theta, se = arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
     if check_quadrature(quadrature) == "adaptive":
-        half = normal_quadrature(coarse_points(quadpts), theta_range, prior_mean, prior_sd)
-        es = bank_estep(y, None, bank, half, device=device, dtype=dtype,
-                        memory_limit=memory_limit, item_scale=w)
-        rows = np.flatnonzero(unresolved(theta, se, arrays.to_numpy(es.theta),
-                                         arrays.to_numpy(es.se)))
-        if rows.size:
-            fine = normal_quadrature(refined_points(quadpts), theta_range, prior_mean, prior_sd)
-            es = bank_estep(arrays.to_numpy(y)[rows], None, bank, fine, device=device,
-                            dtype=dtype, memory_limit=memory_limit or _REFINE_MEMORY,
-                            item_scale=w)
-            theta[rows], se[rows] = arrays.to_numpy(es.theta), arrays.to_numpy(es.se)
-    return theta, se
+        def score_on(n, rows):
+            grid = normal_quadrature(n, theta_range, prior_mean, prior_sd)
+            part = y if rows is None else arrays.to_numpy(y)[rows]
+            res = bank_estep(part, None, bank, grid, device=device, dtype=dtype,
+                             memory_limit=memory_limit or (None if rows is None
+                                                           else _REFINE_MEMORY),
+                             item_scale=w)
+            return arrays.to_numpy(res.theta), arrays.to_numpy(res.se)
 
+        theta, se = refine(score_on, theta, se, quadpts)
+    return theta, se
 
 _REFINE_MEMORY = 1 << 28    # bytes of work arrays for the refined grid (blocks of subjects)
 

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import ConfigError
 
 __all__ = ["QUADRATURES", "REFINE", "CHECK_TOL", "check_quadrature", "coarse_points",
-           "refined_points", "unresolved"]
+           "refined_points", "unresolved", "refine"]
 
 #: ``quadrature=`` of the EAP: "adaptive" (the fixed grid where it resolves the posterior, a
 #: grid REFINE times finer elsewhere) or "fixed" (mirt's grid alone)
@@ -78,3 +78,16 @@ def unresolved(theta, se, theta_coarse, se_coarse, tol: float = CHECK_TOL) -> np
     with np.errstate(invalid="ignore", divide="ignore"):
         out = gap > tol * se
     return out & np.isfinite(theta) & np.isfinite(se)
+
+
+def refine(score_on, theta, se, quadpts: int):
+    """The grid's EAP ``theta``, ``se`` (on ``quadpts`` nodes) where the half grid agrees with
+    it, integrated again on the grid :func:`refined_points` elsewhere: ``score_on(n, rows)``
+    scores the subjects ``rows`` (None: all) on ``n`` nodes and returns (theta, se), the one
+    step the binary and the ordinal EAP each supply."""
+    theta_c, se_c = score_on(coarse_points(quadpts), None)
+    rows = np.flatnonzero(unresolved(theta, se, theta_c, se_c))
+    if rows.size:
+        theta, se = np.array(theta, dtype=float), np.array(se, dtype=float)
+        theta[rows], se[rows] = score_on(refined_points(quadpts), rows)
+    return theta, se

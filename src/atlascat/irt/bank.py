@@ -564,12 +564,17 @@ def benchmark_column(metadata, name: str, n_items: int) -> pd.DataFrame:
     """``metadata`` (a bank's, or None) with a ``benchmark`` column holding ``name`` for each
     of the ``n_items`` items: the name :attr:`atlascat.catalogue.BankRef.bench` reads back.
     A name that is empty or not text is refused."""
+    return constant_column(metadata, "benchmark", check_benchmark_name(name), n_items)
+
+
+def constant_column(metadata, column: str, value, n_items: int) -> pd.DataFrame:
+    """``metadata`` (a bank's, or None) with ``column`` holding ``value`` for each of the
+    ``n_items`` items: what a bank records of itself (its benchmark, a grouped fit's priors)."""
     import pandas as pd
 
-    name = check_benchmark_name(name)
     meta = (pd.DataFrame(index=range(n_items)) if metadata is None
             else metadata.reset_index(drop=True).copy())
-    meta["benchmark"] = name
+    meta[column] = value
     return meta
 
 

@@ -242,14 +242,10 @@ def with_group_priors(bank, source):
     fitted with groups (:func:`bank_group_priors`)."""
     import json
 
-    import pandas as pd
-
-    from .bank import ItemBank
+    from .bank import ItemBank, constant_column
 
     text = json.dumps({g: [m, s] for g, (m, s) in group_priors(source).items()})
-    meta = (pd.DataFrame(index=range(len(bank))) if bank.metadata is None
-            else bank.metadata.reset_index(drop=True).copy())
-    meta[GROUP_PRIORS_COLUMN] = text
+    meta = constant_column(bank.metadata, GROUP_PRIORS_COLUMN, text, len(bank))
     if isinstance(bank, ItemBank):
         return ItemBank(bank.item_ids, *bank.params, metadata=meta, model=bank.model)
     return type(bank)(bank.item_ids, bank.params, bank.kinds, bank.levels, scales=bank.scales,

@@ -132,22 +132,19 @@ def eap_codes(codes, models, params, quadpts: int, theta_range=THETA_RANGE,
 
 def _refined_eap(codes, models, params, th, se, quadpts, theta_range, prior_mean, prior_sd):
     """The fixed grid's EAP ``th``, ``se`` where the half grid agrees, a grid 8 times finer
-    elsewhere (:mod:`atlascat.irt.adaptquad`)."""
-    from .adaptquad import coarse_points, refined_points, unresolved
+    elsewhere (:func:`atlascat.irt.adaptquad.refine`), in blocks of subjects that bound the
+    work arrays."""
+    from .adaptquad import refine
 
-    th_c, se_c = _grid_eap(codes, models, params, coarse_points(quadpts), theta_range,
-                           prior_mean, prior_sd)
-    rows = np.flatnonzero(unresolved(th, se, th_c, se_c))
-    if rows.size == 0:
-        return th, se
-    th, se = th.copy(), se.copy()
-    fine = refined_points(quadpts)
-    step = max(1, (1 << 24) // (fine * params.shape[1] * params.shape[0]))
-    for start in range(0, rows.size, step):       # blocks of subjects bound the work arrays
-        r = rows[start:start + step]
-        th[r], se[r] = _grid_eap(codes[r], models, params, fine, theta_range, prior_mean,
-                                 prior_sd)
-    return th, se
+    def score_on(n, rows):
+        if rows is None:
+            return _grid_eap(codes, models, params, n, theta_range, prior_mean, prior_sd)
+        step = max(1, (1 << 24) // (n * params.shape[1] * params.shape[0]))
+        out = [_grid_eap(codes[rows[i:i + step]], models, params, n, theta_range, prior_mean,
+                         prior_sd) for i in range(0, rows.size, step)]
+        return np.concatenate([t for t, _ in out]), np.concatenate([s for _, s in out])
+
+    return refine(score_on, th, se, quadpts)
 
 
 def _grid_eap(codes, models, params, quadpts, theta_range, prior_mean, prior_sd):
